@@ -1,0 +1,12 @@
+/* What the host needs from the bindings. */
+#ifndef LT_BINDINGS_H
+#define LT_BINDINGS_H
+
+#include <lua.h>
+
+/* The C half of `require "lt"`: returns the lt.core table (tensor
+ * constructors, ops, memory controls). lua/lt/init.lua builds the public `lt`
+ * table on it. */
+int luaopen_lt_core(lua_State *L);
+
+#endif

@@ -1,0 +1,109 @@
+/* The caching allocator: one design for every device (the CPU included), after
+ * PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp):
+ * requests round up to 512 bytes; requests of at most 1 MiB come from a small
+ * pool of 2 MiB segments, larger ones from a large pool (20 MiB segments for
+ * requests under 10 MiB, else the request rounded up to 2 MiB); best fit; a
+ * free block is split when the remainder is at least 512 bytes (small) or more
+ * than 1 MiB (large); freed blocks merge with free neighbours; empty_cache
+ * gives whole free segments back to the device.
+ *
+ * A device backend supplies only raw allocate/free (lt_raw_allocator). */
+#ifndef LT_ALLOC_H
+#define LT_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lt/device.h"
+#include "lt/error.h"
+
+/* What a storage holds, so that statistics say where memory goes. */
+typedef enum lt_category {
+  LT_CAT_PARAMETER = 0,
+  LT_CAT_GRADIENT,
+  LT_CAT_OPTIMIZER,
+  LT_CAT_ACTIVATION, /* saved for backward */
+  LT_CAT_OTHER,
+  LT_CAT_WORKSPACE, /* library workspaces (cuBLAS, cuDNN) */
+  LT_NCATEGORIES
+} lt_category;
+
+const char *lt_category_name(lt_category c); /* "parameter", ... */
+
+/* A device's raw memory: alloc returns NULL when the device has no room. */
+typedef struct lt_raw_allocator {
+  void *(*alloc)(void *ctx, size_t nbytes);
+  void (*free)(void *ctx, void *ptr, size_t nbytes);
+  void *ctx;
+  size_t total_bytes; /* device capacity, for fractional limits; 0 if unknown */
+} lt_raw_allocator;
+
+/* Installs the raw allocator of a device type (the CPU's is installed by
+ * default; CUDA installs its own when it starts). */
+void lt_alloc_set_backend(lt_device_type type, const lt_raw_allocator *raw);
+
+typedef struct lt_block lt_block; /* opaque: one allocation */
+
+/* Called when an allocation cannot be satisfied from the cache or the device,
+ * before the cache is emptied and the request retried: the bindings run a full
+ * Lua collection here so that unreachable tensors give their bytes back. It
+ * may free blocks (re-entering lt_free). */
+typedef void (*lt_oom_hook)(void *ud, lt_device dev, size_t nbytes);
+void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud);
+
+/* Allocates nbytes (0 allowed: gives a valid block of no bytes) on dev.
+ * On failure: hook, empty cache, retry (counted in num_alloc_retries); then
+ * LT_ERR_OOM with the message of DESIGN.md Memory model §4. */
+lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr,
+                   lt_block **block);
+/* Returns the block to the cache; returns the bytes it gave back (its rounded
+ * size, which is what `allocated` drops by). */
+size_t lt_free(lt_block *block);
+size_t lt_block_size(const lt_block *block); /* rounded size */
+void lt_block_set_category(lt_block *block, lt_category cat);
+lt_category lt_block_category(const lt_block *block);
+/* A short string (kept, not copied: interned by the caller) saying where the
+ * block was created, e.g. "train.lua:42"; shown in out-of-memory messages. */
+void lt_block_set_origin(lt_block *block, const char *origin);
+
+/* Releases every entirely free segment to the device; returns the bytes. */
+size_t lt_empty_cache(lt_device dev);
+/* Caps reserved bytes on dev; 0 removes the cap. */
+void lt_set_limit(lt_device dev, size_t bytes);
+size_t lt_get_limit(lt_device dev);
+
+/* One statistic, as torch.cuda.memory_stats keeps it. */
+typedef struct lt_stat {
+  int64_t current, peak, allocated, freed;
+} lt_stat;
+
+enum { LT_POOL_ALL = 0, LT_POOL_SMALL, LT_POOL_LARGE, LT_NPOOLS };
+
+typedef struct lt_memory_stats {
+  lt_stat allocation[LT_NPOOLS];        /* number of live blocks */
+  lt_stat segment[LT_NPOOLS];           /* number of segments from the device */
+  lt_stat active[LT_NPOOLS];            /* live blocks (same as allocation) */
+  lt_stat inactive_split[LT_NPOOLS];    /* free blocks inside used segments */
+  lt_stat allocated_bytes[LT_NPOOLS];   /* rounded bytes of live blocks */
+  lt_stat reserved_bytes[LT_NPOOLS];    /* bytes of segments */
+  lt_stat active_bytes[LT_NPOOLS];
+  lt_stat inactive_split_bytes[LT_NPOOLS];
+  lt_stat requested_bytes[LT_NPOOLS];   /* unrounded bytes asked for */
+  lt_stat category_bytes[LT_NCATEGORIES]; /* allocated bytes by category */
+  int64_t num_alloc_retries;
+  int64_t num_ooms;
+  int64_t num_collections; /* times the oom hook ran */
+  int64_t num_device_allocs, num_device_frees; /* raw backend calls */
+  size_t limit;            /* 0: none */
+} lt_memory_stats;
+
+void lt_memory_get_stats(lt_device dev, lt_memory_stats *out);
+/* Every peak becomes its current value. */
+void lt_memory_reset_peak(lt_device dev);
+
+/* The n largest live blocks on dev, largest first: sizes and origins (NULL
+ * when unknown). Returns how many were written. */
+int lt_memory_largest(lt_device dev, int n, size_t *sizes, const char **origins,
+                      lt_category *cats);
+
+#endif

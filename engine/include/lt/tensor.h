@@ -1,0 +1,101 @@
+/* Storages and tensors. A tensor is a view (shape, strides, offset, dtype) over
+ * a refcounted storage that lives on one device. Both are refcounted: every
+ * function that returns a tensor through an out-parameter hands the caller one
+ * reference, which lt_tensor_release drops.
+ *
+ * Dimensions and positions are 0-based in the engine; the Lua bindings turn the
+ * user's 1-based ones into these. */
+#ifndef LT_TENSOR_H
+#define LT_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lt/alloc.h"
+#include "lt/device.h"
+#include "lt/dtype.h"
+#include "lt/error.h"
+
+#define LT_MAX_DIMS 8
+
+typedef struct lt_storage {
+  int64_t refcount;
+  void *data;
+  size_t nbytes; /* bytes asked for */
+  lt_device device;
+  lt_block *block; /* the allocator's handle */
+  uint64_t version; /* bumped by every in-place write (autograd checks it) */
+} lt_storage;
+
+struct lt_autograd_meta; /* engine/autograd: grad_fn, hooks (NULL if none) */
+
+typedef struct lt_tensor {
+  int64_t refcount;
+  lt_storage *storage;
+  int64_t offset; /* in elements */
+  int64_t shape[LT_MAX_DIMS];
+  int64_t stride[LT_MAX_DIMS]; /* in elements */
+  int ndim;
+  lt_dtype dtype;
+  bool requires_grad;
+  struct lt_tensor *grad;
+  struct lt_autograd_meta *autograd;
+} lt_tensor;
+
+/* Storage */
+lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_storage **out);
+void lt_storage_retain(lt_storage *s);
+/* Drops a reference; returns the bytes given back to the allocator (0 while
+ * other references remain). */
+size_t lt_storage_release(lt_storage *s);
+
+/* Creation (shape of ndim sizes; ndim 0 is a scalar tensor) */
+lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out);
+lt_status lt_zeros(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out);
+lt_status lt_full(const int64_t *shape, int ndim, double value, lt_dtype dt, lt_device dev,
+                  lt_tensor **out);
+/* A new tensor with the same shape, dtype and device as t (contents unset). */
+lt_status lt_empty_like(const lt_tensor *t, lt_tensor **out);
+/* A tensor of shape over a copy of count elements of type src_dt at data. */
+lt_status lt_from_buffer(const void *data, lt_dtype src_dt, const int64_t *shape, int ndim,
+                         lt_dtype dt, lt_device dev, lt_tensor **out);
+
+void lt_tensor_retain(lt_tensor *t);
+/* Drops a reference; returns the bytes given back to the allocator. */
+size_t lt_tensor_release(lt_tensor *t);
+
+/* Geometry */
+int64_t lt_numel(const lt_tensor *t);
+bool lt_is_contiguous(const lt_tensor *t);
+size_t lt_nbytes(const lt_tensor *t); /* numel * element size */
+/* Address of the first element of the view. */
+void *lt_data(const lt_tensor *t);
+/* Normalises a possibly negative dim (-1 = last) against ndim; on error names op. */
+lt_status lt_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
+
+/* Views: share the storage; never copy. view fails when the strides cannot
+ * express the new shape (as PyTorch: "use reshape"); reshape copies then.
+ * A -1 in a shape is inferred. */
+lt_status lt_view(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
+lt_status lt_reshape(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
+lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out);
+lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **out);
+lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out);
+lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out);
+lt_status lt_expand(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
+lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out);   /* one dim */
+lt_status lt_squeeze_all(const lt_tensor *t, lt_tensor **out);
+lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out);
+lt_status lt_flatten(const lt_tensor *t, int start, int end, lt_tensor **out);
+/* t itself (one more reference) when contiguous, else a contiguous copy. */
+lt_status lt_contiguous(const lt_tensor *t, lt_tensor **out);
+/* A new tensor sharing t's storage and geometry (detach's engine half). */
+lt_status lt_alias(const lt_tensor *t, lt_tensor **out);
+
+/* Broadcasting: the broadcast shape of a and b (PyTorch's rules), or an error
+ * naming op and both shapes. */
+lt_status lt_broadcast_shapes(const char *op, const int64_t *a, int na, const int64_t *b,
+                              int nb, int64_t *out, int *nout);
+
+#endif

@@ -1,0 +1,16 @@
+/* The one thread pool every kernel uses (OpenMP underneath; BLAS is told the
+ * same count). */
+#ifndef LT_THREADS_H
+#define LT_THREADS_H
+
+#include <stdint.h>
+
+void lt_set_num_threads(int n);
+int lt_get_num_threads(void);
+
+/* Calls fn(ctx, begin, end) over [0, n) in chunks, in parallel when n is at
+ * least grain and more than one thread is set. fn must not allocate tensors. */
+typedef void (*lt_range_fn)(void *ctx, int64_t begin, int64_t end);
+void lt_parallel_for(int64_t n, int64_t grain, lt_range_fn fn, void *ctx);
+
+#endif
