@@ -1,4 +1,4 @@
-/* The CUDA device slot. Built from engine/cuda/*.cu when the toolkit is found,
+/* The CUDA device slot. Built from the .cu files of engine/cuda when the toolkit is found,
  * otherwise from engine/cuda/no_cuda.c; either way lt runs without a GPU. */
 #ifndef LT_CUDA_H
 #define LT_CUDA_H

@@ -36,6 +36,10 @@ const char *lt_status_name(lt_status code);
  * Error messages use it so that every op prints shapes the same way. */
 char *lt_format_shape(char *buf, int buflen, const long long *shape, int ndim);
 
+/* Messages show dimensions and positions as lt's users write them: 1-based
+ * (the engine is 0-based inside; its only users are Lua scripts). */
+#define LT_USER_INDEX(i) ((long long)(i) + 1)
+
 #define LT_TRY(expr)                                                          \
   do {                                                                        \
     lt_status lt_try_status_ = (expr);                                        \

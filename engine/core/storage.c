@@ -1,0 +1,28 @@
+/* Refcounted storages over the caching allocator. */
+#include <stdlib.h>
+
+#include "lt/tensor.h"
+
+lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_storage **out) {
+  lt_storage *s = calloc(1, sizeof *s);
+  if (!s) return lt_error(LT_ERR_OOM, "out of host memory for a storage header");
+  lt_status st = lt_alloc(dev, nbytes, cat, &s->data, &s->block);
+  if (st != LT_OK) {
+    free(s);
+    return st;
+  }
+  s->refcount = 1;
+  s->nbytes = nbytes;
+  s->device = dev;
+  *out = s;
+  return LT_OK;
+}
+
+void lt_storage_retain(lt_storage *s) { s->refcount++; }
+
+size_t lt_storage_release(lt_storage *s) {
+  if (!s || --s->refcount > 0) return 0;
+  size_t given_back = lt_free(s->block);
+  free(s);
+  return given_back;
+}

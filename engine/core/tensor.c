@@ -1,0 +1,171 @@
+/* Tensor headers: creation, references and geometry. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lt/ops.h"
+#include "lt/tensor.h"
+
+/* A header with no storage yet: the caller fills geometry and storage. */
+static lt_tensor *header_new(lt_dtype dt) {
+  lt_tensor *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->refcount = 1;
+  t->dtype = dt;
+  return t;
+}
+
+/* Checks a requested shape and gives its element count (overflow-safe). */
+static lt_status check_shape(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
+                             int64_t *numel) {
+  if (ndim < 0 || ndim > LT_MAX_DIMS)
+    return lt_error(LT_ERR_SHAPE, "%s: %d dimensions requested, lt supports at most %d", op, ndim,
+                    LT_MAX_DIMS);
+  if ((unsigned)dt >= LT_NDTYPES) return lt_error(LT_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dt);
+  int64_t n = 1;
+  const int64_t limit = INT64_MAX / 16; /* keeps numel * element size representable */
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return lt_error(LT_ERR_SHAPE, "%s: negative size %lld in dimension %lld", op,
+                      (long long)shape[i], LT_USER_INDEX(i));
+    if (shape[i] != 0 && n > limit / shape[i])
+      return lt_error(LT_ERR_SHAPE, "%s: a tensor of that shape has too many elements", op);
+    n *= shape[i];
+  }
+  *numel = n;
+  return LT_OK;
+}
+
+static void set_contiguous_strides(lt_tensor *t) {
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    t->stride[i] = s;
+    s *= t->shape[i] > 0 ? t->shape[i] : 1;
+  }
+}
+
+lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out) {
+  int64_t numel;
+  LT_TRY(check_shape("empty", shape, ndim, dt, &numel));
+  lt_tensor *t = header_new(dt);
+  if (!t) return lt_error(LT_ERR_OOM, "empty: out of host memory for a tensor header");
+  lt_status st = lt_storage_new(dev, (size_t)numel * lt_dtype_size(dt), LT_CAT_OTHER, &t->storage);
+  if (st != LT_OK) {
+    free(t);
+    return st;
+  }
+  t->ndim = ndim;
+  if (ndim > 0) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+  set_contiguous_strides(t);
+  *out = t;
+  return LT_OK;
+}
+
+lt_status lt_zeros(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out) {
+  return lt_full(shape, ndim, 0.0, dt, dev, out);
+}
+
+lt_status lt_full(const int64_t *shape, int ndim, double value, lt_dtype dt, lt_device dev,
+                  lt_tensor **out) {
+  lt_tensor *t;
+  LT_TRY(lt_empty(shape, ndim, dt, dev, &t));
+  lt_status st = lt_fill_(t, value);
+  if (st != LT_OK) {
+    lt_tensor_release(t);
+    return st;
+  }
+  t->storage->version = 0; /* a fresh tensor: its filling is not a user's write */
+  *out = t;
+  return LT_OK;
+}
+
+lt_status lt_empty_like(const lt_tensor *t, lt_tensor **out) {
+  return lt_empty(t->shape, t->ndim, t->dtype, t->storage->device, out);
+}
+
+lt_status lt_from_buffer(const void *data, lt_dtype src_dt, const int64_t *shape, int ndim,
+                         lt_dtype dt, lt_device dev, lt_tensor **out) {
+  lt_tensor *t;
+  LT_TRY(lt_empty(shape, ndim, dt, lt_cpu(), &t));
+  int64_t n = lt_numel(t);
+  size_t src_size = lt_dtype_size(src_dt), dst_size = lt_dtype_size(dt);
+  const char *src = data;
+  char *dst = lt_data(t);
+  if (src_dt == dt) {
+    if (n > 0) memcpy(dst, src, (size_t)n * src_size);
+  } else if (!lt_dtype_is_floating(src_dt) && !lt_dtype_is_floating(dt)) {
+    for (int64_t i = 0; i < n; i++) /* integers stay exact above 2^53 */
+      lt_store_int64(dst + i * dst_size, dt, lt_load_int64(src + i * src_size, src_dt));
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      lt_store_double(dst + i * dst_size, dt, lt_load_double(src + i * src_size, src_dt));
+  }
+  if (dev.type == LT_DEVICE_CPU) {
+    *out = t;
+    return LT_OK;
+  }
+  lt_status st = lt_to_device(t, dev, out);
+  lt_tensor_release(t);
+  return st;
+}
+
+void lt_tensor_retain(lt_tensor *t) { t->refcount++; }
+
+size_t lt_tensor_release(lt_tensor *t) {
+  if (!t || --t->refcount > 0) return 0;
+  size_t given_back = lt_storage_release(t->storage);
+  if (t->grad) given_back += lt_tensor_release(t->grad);
+  free(t);
+  return given_back;
+}
+
+int64_t lt_numel(const lt_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+bool lt_is_contiguous(const lt_tensor *t) {
+  int64_t expected = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] == 0) return true;
+    if (t->shape[i] != 1 && t->stride[i] != expected) return false;
+    expected *= t->shape[i];
+  }
+  return true;
+}
+
+size_t lt_nbytes(const lt_tensor *t) { return (size_t)lt_numel(t) * lt_dtype_size(t->dtype); }
+
+void *lt_data(const lt_tensor *t) {
+  return (char *)t->storage->data + t->offset * (int64_t)lt_dtype_size(t->dtype);
+}
+
+lt_status lt_wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
+  int64_t n = ndim > 0 ? ndim : 1; /* a 0-dim tensor accepts dim 0 / -1, as PyTorch */
+  if (dim < -n || dim >= n)
+    return lt_error(LT_ERR_INDEX, "%s: dimension %lld out of range (expected %lld to %lld, or -%lld to -1)",
+                    op, dim >= 0 ? LT_USER_INDEX(dim) : (long long)dim, 1LL, (long long)n,
+                    (long long)n);
+  *out = (int)(dim < 0 ? dim + n : dim);
+  return LT_OK;
+}
+
+lt_status lt_broadcast_shapes(const char *op, const int64_t *a, int na, const int64_t *b, int nb,
+                              int64_t *out, int *nout) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int ia = na - n + i, ib = nb - n + i;
+    int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+    if (sa != sb && sa != 1 && sb != 1) {
+      char ba[128], bb[128];
+      return lt_error(LT_ERR_SHAPE,
+                      "%s: shapes %s and %s cannot be broadcast (size %lld vs %lld in dimension %d)",
+                      op, lt_format_shape(ba, sizeof ba, (const long long *)a, na),
+                      lt_format_shape(bb, sizeof bb, (const long long *)b, nb), (long long)sa,
+                      (long long)sb, i + 1);
+    }
+    out[i] = sa == 1 ? sb : sa;
+  }
+  *nout = n;
+  return LT_OK;
+}

@@ -1,0 +1,313 @@
+/* Views: new geometry over the same storage, never a copy (except reshape and
+ * contiguous, which copy only when the strides cannot express the result). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lt/ops.h"
+#include "lt/tensor.h"
+
+#define SHAPE_BUF 160
+
+static const long long *ll(const int64_t *p) { return (const long long *)p; }
+
+/* A header sharing t's storage, with t's geometry to be edited by the caller. */
+static lt_status share(const lt_tensor *t, lt_tensor **out) {
+  lt_tensor *v = malloc(sizeof *v);
+  if (!v) return lt_error(LT_ERR_OOM, "out of host memory for a tensor header");
+  *v = *t;
+  v->refcount = 1;
+  v->requires_grad = false;
+  v->grad = NULL;
+  v->autograd = NULL;
+  lt_storage_retain(v->storage);
+  *out = v;
+  return LT_OK;
+}
+
+lt_status lt_alias(const lt_tensor *t, lt_tensor **out) { return share(t, out); }
+
+/* Resolves a single -1 in shape against numel; checks the product matches. */
+static lt_status infer_shape(const char *op, const lt_tensor *t, const int64_t *shape, int ndim,
+                             int64_t *resolved) {
+  if (ndim > LT_MAX_DIMS)
+    return lt_error(LT_ERR_SHAPE, "%s: %d dimensions requested, lt supports at most %d", op, ndim,
+                    LT_MAX_DIMS);
+  int64_t numel = lt_numel(t), known = 1;
+  int infer = -1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == -1) {
+      if (infer >= 0) return lt_error(LT_ERR_SHAPE, "%s: only one dimension can be inferred (-1)", op);
+      infer = i;
+    } else if (shape[i] < 0) {
+      return lt_error(LT_ERR_SHAPE, "%s: invalid size %lld in dimension %lld", op,
+                      (long long)shape[i], LT_USER_INDEX(i));
+    } else {
+      known *= shape[i];
+    }
+    resolved[i] = shape[i];
+  }
+  char buf[SHAPE_BUF];
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0)
+      return lt_error(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", op,
+                      lt_format_shape(buf, sizeof buf, ll(shape), ndim), (long long)numel);
+    resolved[infer] = numel / known;
+  } else if (known != numel) {
+    return lt_error(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", op,
+                    lt_format_shape(buf, sizeof buf, ll(shape), ndim), (long long)numel);
+  }
+  return LT_OK;
+}
+
+/* Strides for viewing t as shape without copying, or false when impossible.
+ * Walks t's dims in chunks that are contiguous among themselves and matches
+ * them to groups of new dims with the same element count (PyTorch's
+ * computeStride). */
+static bool view_strides(const lt_tensor *t, const int64_t *shape, int ndim, int64_t *stride) {
+  if (lt_numel(t) == 0 || t->ndim == 0) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+      stride[i] = s;
+      s *= shape[i] > 0 ? shape[i] : 1;
+    }
+    return true;
+  }
+  int view_d = ndim - 1;
+  int64_t chunk_base_stride = t->stride[t->ndim - 1];
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    tensor_numel *= t->shape[d];
+    /* end of a contiguous chunk of t's dims */
+    if (d == 0 || (t->shape[d - 1] != 1 && t->stride[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        stride[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        view_d--;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = t->stride[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+lt_status lt_view(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+  int64_t resolved[LT_MAX_DIMS], stride[LT_MAX_DIMS];
+  LT_TRY(infer_shape("view", t, shape, ndim, resolved));
+  if (!view_strides(t, resolved, ndim, stride)) {
+    char buf[SHAPE_BUF];
+    return lt_error(LT_ERR_SHAPE,
+                    "view: size %s is not compatible with the input's strides (at least one "
+                    "dimension spans two contiguous subspaces); use reshape instead",
+                    lt_format_shape(buf, sizeof buf, ll(resolved), ndim));
+  }
+  LT_TRY(share(t, out));
+  (*out)->ndim = ndim;
+  memcpy((*out)->shape, resolved, (size_t)ndim * sizeof(int64_t));
+  memcpy((*out)->stride, stride, (size_t)ndim * sizeof(int64_t));
+  return LT_OK;
+}
+
+lt_status lt_reshape(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+  int64_t resolved[LT_MAX_DIMS], stride[LT_MAX_DIMS];
+  LT_TRY(infer_shape("reshape", t, shape, ndim, resolved));
+  if (view_strides(t, resolved, ndim, stride)) return lt_view(t, resolved, ndim, out);
+  lt_tensor *c;
+  LT_TRY(lt_contiguous(t, &c));
+  lt_status st = lt_view(c, resolved, ndim, out);
+  lt_tensor_release(c);
+  return st;
+}
+
+static lt_status check_dim(const char *op, int d, int ndim) {
+  if (d < 0 || d >= ndim)
+    return lt_error(LT_ERR_INDEX, "%s: dimension %lld out of range for a tensor of %d dimension%s",
+                    op, LT_USER_INDEX(d), ndim, ndim == 1 ? "" : "s");
+  return LT_OK;
+}
+
+lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out) {
+  if (t->ndim == 0 && (d0 == 0 || d0 == -1) && (d1 == 0 || d1 == -1)) return share(t, out);
+  LT_TRY(check_dim("transpose", d0, t->ndim));
+  LT_TRY(check_dim("transpose", d1, t->ndim));
+  LT_TRY(share(t, out));
+  lt_tensor *v = *out;
+  int64_t s = v->shape[d0], st = v->stride[d0];
+  v->shape[d0] = v->shape[d1];
+  v->stride[d0] = v->stride[d1];
+  v->shape[d1] = s;
+  v->stride[d1] = st;
+  return LT_OK;
+}
+
+lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **out) {
+  if (ndim != t->ndim)
+    return lt_error(LT_ERR_SHAPE, "permute: %d dimensions given for a tensor of %d", ndim, t->ndim);
+  bool seen[LT_MAX_DIMS] = {false};
+  for (int i = 0; i < ndim; i++) {
+    LT_TRY(check_dim("permute", dims[i], ndim));
+    if (seen[dims[i]])
+      return lt_error(LT_ERR_ARG, "permute: dimension %lld repeats", LT_USER_INDEX(dims[i]));
+    seen[dims[i]] = true;
+  }
+  LT_TRY(share(t, out));
+  for (int i = 0; i < ndim; i++) {
+    (*out)->shape[i] = t->shape[dims[i]];
+    (*out)->stride[i] = t->stride[dims[i]];
+  }
+  return LT_OK;
+}
+
+lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out) {
+  LT_TRY(check_dim("narrow", dim, t->ndim));
+  int64_t size = t->shape[dim];
+  if (start < 0) start += size;
+  if (start < 0 || start > size || length < 0 || start + length > size)
+    return lt_error(LT_ERR_INDEX,
+                    "narrow: start %lld and length %lld do not fit size %lld of dimension %lld",
+                    LT_USER_INDEX(start), (long long)length, (long long)size, LT_USER_INDEX(dim));
+  LT_TRY(share(t, out));
+  (*out)->offset += start * t->stride[dim];
+  (*out)->shape[dim] = length;
+  return LT_OK;
+}
+
+lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out) {
+  if (t->ndim == 0)
+    return lt_error(LT_ERR_INDEX, "select: cannot index a 0-dim tensor (it holds one number: use item)");
+  LT_TRY(check_dim("select", dim, t->ndim));
+  int64_t size = t->shape[dim];
+  if (index < -size || index >= size)
+    return lt_error(LT_ERR_INDEX, "index %lld is out of bounds for dimension %lld with size %lld",
+                    index >= 0 ? LT_USER_INDEX(index) : (long long)index, LT_USER_INDEX(dim),
+                    (long long)size);
+  if (index < 0) index += size;
+  LT_TRY(share(t, out));
+  lt_tensor *v = *out;
+  v->offset += index * t->stride[dim];
+  for (int i = dim; i < t->ndim - 1; i++) {
+    v->shape[i] = t->shape[i + 1];
+    v->stride[i] = t->stride[i + 1];
+  }
+  v->ndim--;
+  return LT_OK;
+}
+
+lt_status lt_expand(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+  char bt[SHAPE_BUF], bs[SHAPE_BUF];
+  if (ndim < t->ndim || ndim > LT_MAX_DIMS)
+    return lt_error(LT_ERR_SHAPE, "expand: the shape %s has fewer dimensions than the tensor's %s",
+                    lt_format_shape(bs, sizeof bs, ll(shape), ndim < 0 ? 0 : ndim),
+                    lt_format_shape(bt, sizeof bt, ll(t->shape), t->ndim));
+  int64_t nshape[LT_MAX_DIMS], nstride[LT_MAX_DIMS];
+  int lead = ndim - t->ndim;
+  for (int i = 0; i < ndim; i++) {
+    int j = i - lead; /* t's dim, or <0 for a new leading dim */
+    int64_t want = shape[i];
+    if (j < 0) {
+      if (want < 0)
+        return lt_error(LT_ERR_SHAPE, "expand: -1 is not allowed in a new leading dimension (%lld)",
+                        LT_USER_INDEX(i));
+      nshape[i] = want;
+      nstride[i] = 0;
+    } else if (want == -1 || want == t->shape[j]) {
+      nshape[i] = t->shape[j];
+      nstride[i] = t->stride[j];
+    } else if (t->shape[j] == 1 && want >= 0) {
+      nshape[i] = want;
+      nstride[i] = 0;
+    } else {
+      return lt_error(LT_ERR_SHAPE,
+                      "expand: the size of the tensor %s must match the requested %s in dimension "
+                      "%lld (or be 1)",
+                      lt_format_shape(bt, sizeof bt, ll(t->shape), t->ndim),
+                      lt_format_shape(bs, sizeof bs, ll(shape), ndim), LT_USER_INDEX(i));
+    }
+  }
+  LT_TRY(share(t, out));
+  (*out)->ndim = ndim;
+  memcpy((*out)->shape, nshape, (size_t)ndim * sizeof(int64_t));
+  memcpy((*out)->stride, nstride, (size_t)ndim * sizeof(int64_t));
+  return LT_OK;
+}
+
+lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out) {
+  if (t->ndim == 0) return share(t, out);
+  LT_TRY(check_dim("squeeze", dim, t->ndim));
+  if (t->shape[dim] != 1) return share(t, out); /* as PyTorch: a no-op */
+  return lt_select(t, dim, 0, out);
+}
+
+lt_status lt_squeeze_all(const lt_tensor *t, lt_tensor **out) {
+  LT_TRY(share(t, out));
+  lt_tensor *v = *out;
+  int n = 0;
+  for (int i = 0; i < t->ndim; i++) {
+    if (t->shape[i] == 1) continue;
+    v->shape[n] = t->shape[i];
+    v->stride[n] = t->stride[i];
+    n++;
+  }
+  v->ndim = n;
+  return LT_OK;
+}
+
+lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out) {
+  if (dim < 0 || dim > t->ndim)
+    return lt_error(LT_ERR_INDEX, "unsqueeze: dimension %lld out of range (expected 1 to %d)",
+                    LT_USER_INDEX(dim), t->ndim + 1);
+  if (t->ndim >= LT_MAX_DIMS)
+    return lt_error(LT_ERR_SHAPE, "unsqueeze: lt supports at most %d dimensions", LT_MAX_DIMS);
+  LT_TRY(share(t, out));
+  lt_tensor *v = *out;
+  for (int i = t->ndim; i > dim; i--) {
+    v->shape[i] = t->shape[i - 1];
+    v->stride[i] = t->stride[i - 1];
+  }
+  v->shape[dim] = 1;
+  v->stride[dim] = dim < t->ndim ? t->shape[dim] * t->stride[dim] : 1;
+  v->ndim++;
+  return LT_OK;
+}
+
+lt_status lt_flatten(const lt_tensor *t, int start, int end, lt_tensor **out) {
+  if (t->ndim == 0) {
+    int64_t one = 1;
+    return lt_reshape(t, &one, 1, out);
+  }
+  LT_TRY(check_dim("flatten", start, t->ndim));
+  LT_TRY(check_dim("flatten", end, t->ndim));
+  if (start > end)
+    return lt_error(LT_ERR_ARG, "flatten: start dimension %lld comes after end dimension %lld",
+                    LT_USER_INDEX(start), LT_USER_INDEX(end));
+  int64_t shape[LT_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < start; i++) shape[n++] = t->shape[i];
+  int64_t merged = 1;
+  for (int i = start; i <= end; i++) merged *= t->shape[i];
+  shape[n++] = merged;
+  for (int i = end + 1; i < t->ndim; i++) shape[n++] = t->shape[i];
+  return lt_reshape(t, shape, n, out);
+}
+
+lt_status lt_contiguous(const lt_tensor *t, lt_tensor **out) {
+  if (lt_is_contiguous(t)) {
+    lt_tensor_retain((lt_tensor *)t);
+    *out = (lt_tensor *)t;
+    return LT_OK;
+  }
+  lt_tensor *c;
+  LT_TRY(lt_empty_like(t, &c));
+  lt_status st = lt_copy_(c, t);
+  if (st != LT_OK) {
+    lt_tensor_release(c);
+    return st;
+  }
+  c->storage->version = 0;
+  *out = c;
+  return LT_OK;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what lt needs from Debian 12 (when missing), configures and builds.
+#   scripts/setup.sh [BUILD_DIR] [extra cmake options...]
+# Used by the README's two commands (scripts/main.sh, scripts/test.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+shift || true
+
+packages=(cmake gcc g++ make pkg-config liblua5.4-dev lua5.4 lua-busted libopenblas-dev libdnnl-dev
+          libedit-dev zlib1g-dev tmux)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: run as root (or install: apt-get install -y ${missing[*]})" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+cmake --build "$build" -j"$(nproc)"
