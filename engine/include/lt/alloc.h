@@ -106,4 +106,8 @@ void lt_memory_reset_peak(lt_device dev);
 int lt_memory_largest(lt_device dev, int n, size_t *sizes, const char **origins,
                       lt_category *cats);
 
+/* Writes a byte count as out-of-memory messages show it ("512 B", "1.5 KiB",
+ * "128.0 MiB", "2.0 GiB") into buf (at least 32 bytes); returns buf. */
+char *lt_format_bytes(size_t nbytes, char *buf);
+
 #endif

@@ -1,0 +1,119 @@
+/* Private state of the caching allocator, shared by the files of engine/alloc.
+ *
+ * The rules follow PyTorch's CUDA caching allocator
+ * (c10/cuda/CUDACachingAllocator.cpp): sizes round to 512 bytes; two pools;
+ * each segment (one raw allocation) is cut into blocks kept in an
+ * address-ordered doubly linked list so that a freed block can merge with its
+ * free neighbours; free blocks of a pool sit in a tree ordered by
+ * (size, address) so that best fit is a logarithmic search. */
+#ifndef LT_ALLOC_INTERNAL_H
+#define LT_ALLOC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lt/alloc.h"
+
+/* PyTorch's constants (kMinBlockSize, kSmallSize, kSmallBuffer, kLargeBuffer,
+ * kMinLargeAlloc, kRoundLarge). */
+#define LT_MIN_BLOCK_SIZE ((size_t)512)
+#define LT_SMALL_SIZE ((size_t)1 << 20)     /* largest request of the small pool */
+#define LT_SMALL_BUFFER ((size_t)2 << 20)   /* segment size of the small pool */
+#define LT_LARGE_BUFFER ((size_t)20 << 20)  /* segment for large requests under ... */
+#define LT_MIN_LARGE_ALLOC ((size_t)10 << 20) /* ... this size */
+#define LT_ROUND_LARGE ((size_t)2 << 20)    /* larger requests round to this */
+/* Requests above this cannot be rounded without overflow: they fail at once. */
+#define LT_MAX_REQUEST (SIZE_MAX / 4)
+
+typedef struct lt_segment lt_segment;
+typedef struct lt_device_allocator lt_device_allocator;
+
+struct lt_block {
+  char *ptr;
+  size_t size;      /* rounded; 0 only for zero-byte blocks */
+  size_t requested; /* what the caller asked for (requested_bytes) */
+  lt_segment *segment; /* NULL for zero-byte blocks, which own no memory */
+  lt_block *prev, *next; /* address-ordered neighbours in the segment */
+  /* While free: node of the pool's tree. */
+  lt_block *left, *right;
+  uint32_t priority;
+  /* While allocated: the device's list of live blocks (lt_memory_largest). */
+  lt_block *live_prev, *live_next;
+  bool allocated;
+  unsigned char category; /* lt_category */
+  const char *origin;
+};
+
+struct lt_segment {
+  char *base;
+  size_t size;
+  int pool; /* LT_POOL_SMALL or LT_POOL_LARGE */
+  lt_device_allocator *owner;
+  lt_block *head; /* first block by address */
+  lt_segment *prev, *next; /* the device's segments */
+  /* The backend that gave the memory, kept so that it goes back to the same
+   * one even if the backend is replaced later. */
+  void (*raw_free)(void *ctx, void *ptr, size_t nbytes);
+  void *raw_ctx;
+};
+
+/* Free blocks of one pool, ordered by (size, address). */
+typedef struct lt_block_tree {
+  lt_block *root;
+} lt_block_tree;
+
+struct lt_device_allocator {
+  pthread_mutex_t lock;
+  lt_device dev;
+  lt_block_tree pools[LT_NPOOLS]; /* indexed by LT_POOL_SMALL / LT_POOL_LARGE */
+  lt_segment *segments;
+  lt_block *live;          /* allocated blocks */
+  lt_block *spare_blocks;  /* recycled block structs (linked by next) */
+  lt_memory_stats stats;   /* stats.limit is the limit */
+};
+
+/* block_tree.c */
+void lt_block_tree_insert(lt_block_tree *tree, lt_block *block);
+void lt_block_tree_remove(lt_block_tree *tree, lt_block *block);
+/* The smallest free block of at least size bytes (lowest address on ties). */
+lt_block *lt_block_tree_best_fit(const lt_block_tree *tree, size_t size);
+
+/* caching.c */
+/* The allocator of dev, or NULL when dev is not a valid device slot. */
+lt_device_allocator *lt_device_allocator_of(lt_device dev);
+/* One attempt: the cache, then a fresh segment within the limit. Returns NULL
+ * when neither has room. The _locked form expects the caller to hold da->lock. */
+lt_block *lt_try_alloc(lt_device_allocator *da, size_t nbytes, lt_category cat);
+lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat);
+/* Whether a device type has a raw allocator (the CPU always does). */
+bool lt_alloc_has_backend(lt_device_type type);
+/* Releases every entirely free segment; the caller holds the lock. */
+size_t lt_release_free_segments_locked(lt_device_allocator *da);
+
+/* stats.c: an update of one statistic, as PyTorch's update_stat. */
+void lt_stat_update(lt_stat *stat, int64_t delta);
+/* Updates the ALL entry and the pool's entry of a per-pool statistic. */
+void lt_stat_update_pool(lt_stat *stats, int pool, int64_t delta);
+
+/* oom.c: after lt_try_alloc failed: the hook, the cache emptied, retries, and
+ * finally the LT_ERR_OOM message. Called without the lock. */
+lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                             lt_block **out);
+
+/* Rounding rules (PyTorch's round_size and get_allocation_size). */
+static inline size_t lt_round_size(size_t nbytes) {
+  if (nbytes < LT_MIN_BLOCK_SIZE) return LT_MIN_BLOCK_SIZE;
+  return (nbytes + LT_MIN_BLOCK_SIZE - 1) / LT_MIN_BLOCK_SIZE * LT_MIN_BLOCK_SIZE;
+}
+static inline int lt_pool_for_size(size_t rounded) {
+  return rounded <= LT_SMALL_SIZE ? LT_POOL_SMALL : LT_POOL_LARGE;
+}
+static inline size_t lt_segment_size_for(size_t rounded) {
+  if (rounded <= LT_SMALL_SIZE) return LT_SMALL_BUFFER;
+  if (rounded < LT_MIN_LARGE_ALLOC) return LT_LARGE_BUFFER;
+  return (rounded + LT_ROUND_LARGE - 1) / LT_ROUND_LARGE * LT_ROUND_LARGE;
+}
+
+#endif

@@ -1,0 +1,382 @@
+/* The caching allocator proper: segments, best fit, split and merge, after
+ * PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp:
+ * get_free_block, alloc_block, alloc_found_block, free_block, release_block).
+ *
+ * Every device (the CPU included) has one lt_device_allocator in a table
+ * indexed by device type and index, guarded by its own mutex. The mutex is
+ * never held while the out-of-memory hook runs (see oom.c): the hook runs Lua
+ * finalizers that re-enter lt_free. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/alloc_internal.h"
+#include "alloc/backend.h"
+
+#define NDEVICE_TYPES 2
+
+/* ---- raw allocators per device type ---- */
+
+static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_raw_allocator backends[NDEVICE_TYPES];
+static bool backend_installed[NDEVICE_TYPES];
+
+/* The CPU's backend is installed on first use so that no caller has to. */
+static void install_default_backend_locked(lt_device_type type) {
+  if (type == LT_DEVICE_CPU && !backend_installed[type]) {
+    backends[type] = lt_cpu_raw_allocator();
+    backend_installed[type] = true;
+  }
+}
+
+void lt_alloc_set_backend(lt_device_type type, const lt_raw_allocator *raw) {
+  if ((int)type < 0 || (int)type >= NDEVICE_TYPES) return;
+  pthread_mutex_lock(&backend_lock);
+  if (raw) {
+    backends[type] = *raw;
+    backend_installed[type] = true;
+  } else {
+    memset(&backends[type], 0, sizeof backends[type]);
+    backend_installed[type] = false;
+  }
+  pthread_mutex_unlock(&backend_lock);
+}
+
+static bool get_backend(lt_device_type type, lt_raw_allocator *out) {
+  pthread_mutex_lock(&backend_lock);
+  install_default_backend_locked(type);
+  bool ok = backend_installed[type] && backends[type].alloc != NULL;
+  if (ok) *out = backends[type];
+  pthread_mutex_unlock(&backend_lock);
+  return ok;
+}
+
+bool lt_alloc_has_backend(lt_device_type type) {
+  lt_raw_allocator raw;
+  return (int)type >= 0 && (int)type < NDEVICE_TYPES && get_backend(type, &raw);
+}
+
+/* ---- the per-device table ---- */
+
+static lt_device_allocator devices[NDEVICE_TYPES][LT_MAX_DEVICES];
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+
+static void init_devices(void) {
+  for (int t = 0; t < NDEVICE_TYPES; t++) {
+    for (int i = 0; i < LT_MAX_DEVICES; i++) {
+      pthread_mutex_init(&devices[t][i].lock, NULL);
+      devices[t][i].dev.type = (signed char)t;
+      devices[t][i].dev.index = (signed char)i;
+    }
+  }
+}
+
+lt_device_allocator *lt_device_allocator_of(lt_device dev) {
+  if (dev.type < 0 || dev.type >= NDEVICE_TYPES || dev.index < 0 || dev.index >= LT_MAX_DEVICES)
+    return NULL;
+  if (dev.type == LT_DEVICE_CPU && dev.index != 0) return NULL;
+  pthread_once(&devices_once, init_devices);
+  return &devices[dev.type][dev.index];
+}
+
+/* ---- block structs, recycled per device so that splitting does not call malloc ---- */
+
+static lt_block *new_block_struct(lt_device_allocator *da) {
+  lt_block *b = da->spare_blocks;
+  if (b)
+    da->spare_blocks = b->next;
+  else
+    b = malloc(sizeof *b);
+  if (b) memset(b, 0, sizeof *b);
+  return b;
+}
+
+static void recycle_block_struct(lt_device_allocator *da, lt_block *b) {
+  b->next = da->spare_blocks;
+  da->spare_blocks = b;
+}
+
+/* ---- free blocks and the inactive_split statistics ---- */
+
+/* A block is "split" when its segment holds other blocks too. A free split
+ * block counts as inactive_split; its split state cannot change while it sits
+ * in the pool (neighbours only change through merges, which take it out
+ * first), so counting on entry and exit is exact. */
+static bool is_split(const lt_block *b) { return b->prev != NULL || b->next != NULL; }
+
+static void insert_free_block(lt_device_allocator *da, lt_block *b) {
+  int pool = b->segment->pool;
+  lt_block_tree_insert(&da->pools[pool], b);
+  if (is_split(b)) {
+    lt_stat_update_pool(da->stats.inactive_split, pool, 1);
+    lt_stat_update_pool(da->stats.inactive_split_bytes, pool, (int64_t)b->size);
+  }
+}
+
+static void remove_free_block(lt_device_allocator *da, lt_block *b) {
+  int pool = b->segment->pool;
+  lt_block_tree_remove(&da->pools[pool], b);
+  if (is_split(b)) {
+    lt_stat_update_pool(da->stats.inactive_split, pool, -1);
+    lt_stat_update_pool(da->stats.inactive_split_bytes, pool, -(int64_t)b->size);
+  }
+}
+
+/* ---- segments ---- */
+
+/* A fresh segment holding one free block (not yet in the pool), or NULL when
+ * the limit or the device says no. */
+static lt_block *new_segment(lt_device_allocator *da, size_t rounded, int pool) {
+  size_t seg_size = lt_segment_size_for(rounded);
+  /* The limit caps reserved bytes, as PyTorch's per-process memory fraction. */
+  size_t limit = da->stats.limit;
+  size_t reserved = (size_t)da->stats.reserved_bytes[LT_POOL_ALL].current;
+  if (limit && (reserved > limit || seg_size > limit - reserved)) return NULL;
+
+  lt_raw_allocator raw;
+  if (!get_backend((lt_device_type)da->dev.type, &raw)) return NULL;
+  lt_segment *seg = malloc(sizeof *seg);
+  lt_block *b = new_block_struct(da);
+  void *mem = (seg && b) ? raw.alloc(raw.ctx, seg_size) : NULL;
+  if (!mem) {
+    free(seg);
+    if (b) recycle_block_struct(da, b);
+    return NULL;
+  }
+  *seg = (lt_segment){.base = mem, .size = seg_size, .pool = pool, .owner = da, .head = b,
+                      .next = da->segments, .raw_free = raw.free, .raw_ctx = raw.ctx};
+  if (da->segments) da->segments->prev = seg;
+  da->segments = seg;
+  b->ptr = mem;
+  b->size = seg_size;
+  b->segment = seg;
+
+  da->stats.num_device_allocs++;
+  lt_stat_update_pool(da->stats.segment, pool, 1);
+  lt_stat_update_pool(da->stats.reserved_bytes, pool, (int64_t)seg_size);
+  return b;
+}
+
+static void release_segment(lt_device_allocator *da, lt_segment *seg) {
+  lt_block *b = seg->head;
+  remove_free_block(da, b);
+  recycle_block_struct(da, b);
+  if (seg->prev)
+    seg->prev->next = seg->next;
+  else
+    da->segments = seg->next;
+  if (seg->next) seg->next->prev = seg->prev;
+
+  seg->raw_free(seg->raw_ctx, seg->base, seg->size);
+  da->stats.num_device_frees++;
+  lt_stat_update_pool(da->stats.segment, seg->pool, -1);
+  lt_stat_update_pool(da->stats.reserved_bytes, seg->pool, -(int64_t)seg->size);
+  free(seg);
+}
+
+size_t lt_release_free_segments_locked(lt_device_allocator *da) {
+  size_t released = 0;
+  lt_segment *seg = da->segments;
+  while (seg) {
+    lt_segment *next = seg->next;
+    lt_block *head = seg->head;
+    if (!head->allocated && head->next == NULL) { /* one free block: the whole segment */
+      released += seg->size;
+      release_segment(da, seg);
+    }
+    seg = next;
+  }
+  return released;
+}
+
+/* ---- allocation ---- */
+
+/* PyTorch's should_split: the remainder must be a usable block; large blocks
+ * are only split when more than 1 MiB would remain, to limit fragmentation. */
+static bool should_split(int pool, size_t remaining) {
+  if (pool == LT_POOL_SMALL) return remaining >= LT_MIN_BLOCK_SIZE;
+  return remaining > LT_SMALL_SIZE;
+}
+
+/* Hands out free block b (already out of the pool) for a request. */
+static void take_block(lt_device_allocator *da, lt_block *b, size_t rounded, size_t nbytes,
+                       lt_category cat) {
+  int pool = b->segment->pool;
+  size_t remaining = b->size - rounded;
+  if (should_split(pool, remaining)) {
+    lt_block *rest = new_block_struct(da);
+    if (rest) { /* without a struct the block is handed out whole: still correct */
+      rest->ptr = b->ptr + rounded;
+      rest->size = remaining;
+      rest->segment = b->segment;
+      rest->prev = b;
+      rest->next = b->next;
+      if (b->next) b->next->prev = rest;
+      b->next = rest;
+      b->size = rounded;
+      insert_free_block(da, rest);
+    }
+  }
+  b->allocated = true;
+  b->requested = nbytes;
+  b->category = (unsigned char)cat;
+  b->origin = NULL;
+  b->live_prev = NULL;
+  b->live_next = da->live;
+  if (da->live) da->live->live_prev = b;
+  da->live = b;
+
+  lt_memory_stats *s = &da->stats;
+  lt_stat_update_pool(s->allocation, pool, 1);
+  lt_stat_update_pool(s->active, pool, 1);
+  lt_stat_update_pool(s->allocated_bytes, pool, (int64_t)b->size);
+  lt_stat_update_pool(s->active_bytes, pool, (int64_t)b->size);
+  lt_stat_update_pool(s->requested_bytes, pool, (int64_t)nbytes);
+  lt_stat_update(&s->category_bytes[cat], (int64_t)b->size);
+}
+
+lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat) {
+  if (nbytes > LT_MAX_REQUEST) return NULL;
+  size_t rounded = lt_round_size(nbytes);
+  int pool = lt_pool_for_size(rounded);
+  lt_block *b = lt_block_tree_best_fit(&da->pools[pool], rounded);
+  if (b)
+    remove_free_block(da, b);
+  else
+    b = new_segment(da, rounded, pool);
+  if (b) take_block(da, b, rounded, nbytes, cat);
+  return b;
+}
+
+lt_block *lt_try_alloc(lt_device_allocator *da, size_t nbytes, lt_category cat) {
+  pthread_mutex_lock(&da->lock);
+  lt_block *b = lt_try_alloc_locked(da, nbytes, cat);
+  pthread_mutex_unlock(&da->lock);
+  return b;
+}
+
+/* Zero-byte requests take no memory and change no statistic (PyTorch hands out
+ * a null pointer for them); the block still exists so that storages need no
+ * special case, and its pointer is a real address that must not be written. */
+static _Alignas(64) char zero_byte_target[64];
+
+static lt_status alloc_zero_bytes(lt_category cat, void **ptr, lt_block **out) {
+  lt_block *b = calloc(1, sizeof *b);
+  if (!b) return lt_error(LT_ERR_OOM, "out of host memory for an allocator block");
+  b->ptr = zero_byte_target;
+  b->allocated = true;
+  b->category = (unsigned char)cat;
+  *ptr = b->ptr;
+  *out = b;
+  return LT_OK;
+}
+
+lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr, lt_block **block) {
+  if (!ptr || !block) return lt_error(LT_ERR_ARG, "alloc: ptr and block must not be NULL");
+  *ptr = NULL;
+  *block = NULL;
+  if ((int)cat < 0 || (int)cat >= LT_NCATEGORIES)
+    return lt_error(LT_ERR_ARG, "alloc: unknown memory category %d", (int)cat);
+  lt_device_allocator *da = lt_device_allocator_of(dev);
+  if (!da) {
+    char name[16];
+    return lt_error(LT_ERR_DEVICE, "alloc: no such device %s", lt_device_name(dev, name));
+  }
+  if (nbytes == 0) return alloc_zero_bytes(cat, ptr, block);
+
+  lt_block *b = lt_try_alloc(da, nbytes, cat);
+  if (!b) LT_TRY(lt_alloc_slow_path(da, nbytes, cat, &b));
+  *ptr = b->ptr;
+  *block = b;
+  return LT_OK;
+}
+
+/* ---- free ---- */
+
+/* Merges free neighbour nb into b (PyTorch's try_merge_blocks). */
+static void absorb_neighbour(lt_device_allocator *da, lt_block *b, lt_block *nb) {
+  remove_free_block(da, nb);
+  if (nb == b->prev) {
+    b->ptr = nb->ptr;
+    b->prev = nb->prev;
+    if (b->prev)
+      b->prev->next = b;
+    else
+      b->segment->head = b;
+  } else {
+    b->next = nb->next;
+    if (b->next) b->next->prev = b;
+  }
+  b->size += nb->size;
+  recycle_block_struct(da, nb);
+}
+
+static size_t free_block_locked(lt_device_allocator *da, lt_block *b) {
+  if (!b->allocated) return 0; /* a second free of the same block: ignore */
+  int pool = b->segment->pool;
+  size_t size = b->size;
+  lt_memory_stats *s = &da->stats;
+  lt_stat_update_pool(s->allocation, pool, -1);
+  lt_stat_update_pool(s->active, pool, -1);
+  lt_stat_update_pool(s->allocated_bytes, pool, -(int64_t)size);
+  lt_stat_update_pool(s->active_bytes, pool, -(int64_t)size);
+  lt_stat_update_pool(s->requested_bytes, pool, -(int64_t)b->requested);
+  lt_stat_update(&s->category_bytes[b->category], -(int64_t)size);
+
+  if (b->live_prev)
+    b->live_prev->live_next = b->live_next;
+  else
+    da->live = b->live_next;
+  if (b->live_next) b->live_next->live_prev = b->live_prev;
+  b->live_prev = b->live_next = NULL;
+  b->allocated = false;
+  b->origin = NULL;
+  b->requested = 0;
+
+  if (b->prev && !b->prev->allocated) absorb_neighbour(da, b, b->prev);
+  if (b->next && !b->next->allocated) absorb_neighbour(da, b, b->next);
+  insert_free_block(da, b);
+  return size;
+}
+
+size_t lt_free(lt_block *block) {
+  if (!block) return 0;
+  if (!block->segment) { /* a zero-byte block */
+    free(block);
+    return 0;
+  }
+  lt_device_allocator *da = block->segment->owner;
+  pthread_mutex_lock(&da->lock);
+  size_t size = free_block_locked(da, block);
+  pthread_mutex_unlock(&da->lock);
+  return size;
+}
+
+size_t lt_block_size(const lt_block *block) { return block ? block->size : 0; }
+
+/* ---- cache control and limits ---- */
+
+size_t lt_empty_cache(lt_device dev) {
+  lt_device_allocator *da = lt_device_allocator_of(dev);
+  if (!da) return 0;
+  pthread_mutex_lock(&da->lock);
+  size_t released = lt_release_free_segments_locked(da);
+  pthread_mutex_unlock(&da->lock);
+  return released;
+}
+
+void lt_set_limit(lt_device dev, size_t bytes) {
+  lt_device_allocator *da = lt_device_allocator_of(dev);
+  if (!da) return;
+  pthread_mutex_lock(&da->lock);
+  da->stats.limit = bytes;
+  pthread_mutex_unlock(&da->lock);
+}
+
+size_t lt_get_limit(lt_device dev) {
+  lt_device_allocator *da = lt_device_allocator_of(dev);
+  if (!da) return 0;
+  pthread_mutex_lock(&da->lock);
+  size_t limit = da->stats.limit;
+  pthread_mutex_unlock(&da->lock);
+  return limit;
+}

@@ -1,0 +1,110 @@
+/* What happens when an allocation misses both the cache and the device
+ * (DESIGN.md, Memory model §4): the out-of-memory hook (a full Lua collection,
+ * whose finalizers give bytes back), the cache again, then every entirely free
+ * segment released and one more try, as PyTorch's malloc does with
+ * release_cached_blocks; only then LT_ERR_OOM with a message that says how
+ * much is allocated, reserved, allowed and stranded in cached fragments. */
+#include <stdio.h>
+
+#include "alloc/alloc_internal.h"
+
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_oom_hook oom_hook;
+static void *oom_hook_ud;
+
+/* Set while this thread runs the hook: an allocation failing inside it (from a
+ * finalizer) goes on without running the collection again. */
+static _Thread_local bool running_hook;
+
+void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud) {
+  pthread_mutex_lock(&hook_lock);
+  oom_hook = hook;
+  oom_hook_ud = ud;
+  pthread_mutex_unlock(&hook_lock);
+}
+
+char *lt_format_bytes(size_t nbytes, char *buf) {
+  static const char *const units[] = {"KiB", "MiB", "GiB"};
+  if (nbytes < 1024) {
+    snprintf(buf, 32, "%zu B", nbytes);
+    return buf;
+  }
+  double value = (double)nbytes / 1024.0;
+  int unit = 0;
+  /* Move up a unit when one decimal would print 1024.0. */
+  while (unit < 2 && value >= 1023.95) {
+    value /= 1024.0;
+    unit++;
+  }
+  snprintf(buf, 32, "%.1f %s", value, units[unit]);
+  return buf;
+}
+
+/* Sets the LT_ERR_OOM message from a snapshot of the statistics. */
+static lt_status oom_error(lt_device dev, size_t nbytes, const lt_memory_stats *s) {
+  char name[16], want[32], allocated[32], reserved[32], limit[48], cached[32];
+  int64_t alloc_bytes = s->allocated_bytes[LT_POOL_ALL].current;
+  int64_t reserved_bytes = s->reserved_bytes[LT_POOL_ALL].current;
+  lt_format_bytes((size_t)alloc_bytes, allocated);
+  lt_format_bytes((size_t)reserved_bytes, reserved);
+  if (s->limit) {
+    char limit_bytes[32];
+    snprintf(limit, sizeof limit, "limit %s", lt_format_bytes(s->limit, limit_bytes));
+  } else {
+    snprintf(limit, sizeof limit, "no limit");
+  }
+  /* Reserved but unallocated after the cache was emptied: fragmentation. */
+  char fragments[64] = "";
+  if (reserved_bytes > alloc_bytes)
+    snprintf(fragments, sizeof fragments, ", %s free in cached blocks",
+             lt_format_bytes((size_t)(reserved_bytes - alloc_bytes), cached));
+  return lt_error(LT_ERR_OOM, "out of memory on %s: tried to allocate %s; %s allocated, %s reserved, %s%s",
+                  lt_device_name(dev, name), lt_format_bytes(nbytes, want), allocated, reserved,
+                  limit, fragments);
+}
+
+lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                             lt_block **out) {
+  lt_block *b = NULL;
+  lt_memory_stats snapshot;
+  if (!lt_alloc_has_backend((lt_device_type)da->dev.type)) {
+    char name[16];
+    return lt_error(LT_ERR_DEVICE, "alloc: device %s has no memory allocator (is it available?)",
+                    lt_device_name(da->dev, name));
+  }
+
+  if (nbytes <= LT_MAX_REQUEST) {
+    pthread_mutex_lock(&hook_lock);
+    lt_oom_hook hook = oom_hook;
+    void *ud = oom_hook_ud;
+    pthread_mutex_unlock(&hook_lock);
+    if (hook && !running_hook) {
+      pthread_mutex_lock(&da->lock);
+      da->stats.num_collections++;
+      pthread_mutex_unlock(&da->lock);
+      /* No lock held here: the hook's finalizers call lt_free. */
+      running_hook = true;
+      hook(ud, da->dev, nbytes);
+      running_hook = false;
+      b = lt_try_alloc(da, nbytes, cat);
+    }
+  }
+
+  pthread_mutex_lock(&da->lock);
+  if (!b && nbytes <= LT_MAX_REQUEST) {
+    /* Whole free segments may be in the wrong pool or too small: give them
+     * back so that a fresh segment fits under the limit. */
+    lt_release_free_segments_locked(da);
+    da->stats.num_alloc_retries++;
+    b = lt_try_alloc_locked(da, nbytes, cat);
+  }
+  if (!b) {
+    da->stats.num_ooms++;
+    snapshot = da->stats;
+  }
+  pthread_mutex_unlock(&da->lock);
+
+  if (!b) return oom_error(da->dev, nbytes, &snapshot);
+  *out = b;
+  return LT_OK;
+}
