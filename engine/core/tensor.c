@@ -44,7 +44,7 @@ static void set_contiguous_strides(lt_tensor *t) {
 }
 
 lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out) {
-  int64_t numel;
+  int64_t numel = 0;
   LT_TRY(check_shape("empty", shape, ndim, dt, &numel));
   lt_tensor *t = header_new(dt);
   if (!t) return lt_error(LT_ERR_OOM, "empty: out of host memory for a tensor header");

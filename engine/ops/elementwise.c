@@ -1,0 +1,238 @@
+/* Binary and unary elementwise ops: validation, result dtype, dispatch. */
+#include <math.h>
+#include <stdio.h>
+
+#include "ops/ops_internal.h"
+
+static const char *const binary_names[LT_NBINARY] = {
+    [LT_OP_ADD] = "add",         [LT_OP_SUB] = "sub",         [LT_OP_MUL] = "mul",
+    [LT_OP_DIV] = "div",         [LT_OP_POW] = "pow",         [LT_OP_MAXIMUM] = "maximum",
+    [LT_OP_MINIMUM] = "minimum", [LT_OP_EQ] = "eq",           [LT_OP_NE] = "ne",
+    [LT_OP_LT] = "lt",           [LT_OP_LE] = "le",           [LT_OP_GT] = "gt",
+    [LT_OP_GE] = "ge",
+};
+
+static const char *const unary_names[LT_NUNARY] = {
+    [LT_OP_NEG] = "neg",       [LT_OP_EXP] = "exp",         [LT_OP_LOG] = "log",
+    [LT_OP_SQRT] = "sqrt",     [LT_OP_RSQRT] = "rsqrt",     [LT_OP_ABS] = "abs",
+    [LT_OP_RELU] = "relu",     [LT_OP_SIGMOID] = "sigmoid", [LT_OP_TANH] = "tanh",
+    [LT_OP_SIN] = "sin",       [LT_OP_COS] = "cos",         [LT_OP_RECIPROCAL] = "reciprocal",
+    [LT_OP_SQUARE] = "square", [LT_OP_SIGN] = "sign",       [LT_OP_FLOOR] = "floor",
+    [LT_OP_CEIL] = "ceil",     [LT_OP_ROUND] = "round",     [LT_OP_LOGICAL_NOT] = "logical_not",
+};
+
+const char *lt_binary_op_name(lt_binary_op op) {
+  return (unsigned)op < LT_NBINARY ? binary_names[op] : "unknown";
+}
+
+const char *lt_unary_op_name(lt_unary_op op) {
+  return (unsigned)op < LT_NUNARY ? unary_names[op] : "unknown";
+}
+
+/* "add" or "add_" for messages. */
+static const char *op_name(char *buf, size_t n, const char *base, bool inplace) {
+  snprintf(buf, n, "%s%s", base, inplace ? "_" : "");
+  return buf;
+}
+
+static bool is_comparison(lt_binary_op op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
+
+/* The dtype a binary op computes in, and its result dtype, from the inputs'
+ * promoted dtype. */
+static lt_status binary_types(const char *name, lt_binary_op op, lt_dtype common,
+                              lt_dtype *compute, lt_dtype *result) {
+  if ((unsigned)op >= LT_NBINARY)
+    return lt_error(LT_ERR_ARG, "%s: unknown binary op %d", name, (int)op);
+  if (op == LT_OP_SUB && common == LT_BOOL)
+    return lt_error(LT_ERR_DTYPE,
+                    "%s: subtraction, the `-` operator, with two bool tensors is not supported; "
+                    "use logical_xor() instead",
+                    name);
+  *compute = common;
+  *result = common;
+  if (op == LT_OP_DIV && !lt_dtype_is_floating(common)) /* true division */
+    *compute = *result = LT_FLOAT32;
+  if (is_comparison(op)) *result = LT_BOOL;
+  return LT_OK;
+}
+
+static lt_status check_tensor_pair(const char *name, const lt_tensor *a, const lt_tensor *b) {
+  LT_TRY(ops_check_live(name, a));
+  LT_TRY(ops_check_live(name, b));
+  return ops_check_same_device(name, a, b);
+}
+
+lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
+  const char *name = lt_binary_op_name(op);
+  LT_TRY(check_tensor_pair(name, a, b));
+  int64_t shape[LT_MAX_DIMS];
+  int ndim = 0;
+  LT_TRY(lt_broadcast_shapes(name, a->shape, a->ndim, b->shape, b->ndim, shape, &ndim));
+  ops_result_type rt;
+  ops_rt_init(&rt);
+  ops_rt_add_tensor(&rt, a);
+  ops_rt_add_tensor(&rt, b);
+  lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
+  LT_TRY(binary_types(name, op, ops_rt_result(&rt), &compute, &result));
+  const lt_backend *be;
+  LT_TRY(ops_backend(name, a->storage->device, &be));
+  lt_tensor *r;
+  LT_TRY(lt_empty(shape, ndim, result, a->storage->device, &r));
+  lt_scalar none = {0, 0};
+  lt_status st = be->binary(op, compute, r, a, b, none, false);
+  if (st != LT_OK) {
+    lt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return LT_OK;
+}
+
+/* PyTorch refuses an integer tensor to a negative integer scalar power (the
+ * result would be a fraction truncated to 0). */
+static lt_status check_int_pow(const char *name, lt_binary_op op, lt_dtype compute, double s,
+                               bool scalar_first) {
+  if (op == LT_OP_POW && !scalar_first && !lt_dtype_is_floating(compute) && s < 0)
+    return lt_error(LT_ERR_ARG, "%s: integers to negative integer powers are not allowed (%g)",
+                    name, s);
+  return LT_OK;
+}
+
+lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool is_integer,
+                           bool scalar_first, lt_tensor **out) {
+  const char *name = lt_binary_op_name(op);
+  LT_TRY(ops_check_live(name, a));
+  ops_result_type rt;
+  ops_rt_init(&rt);
+  ops_rt_add_tensor(&rt, a);
+  ops_rt_add_scalar(&rt, is_integer);
+  lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
+  LT_TRY(binary_types(name, op, ops_rt_result(&rt), &compute, &result));
+  LT_TRY(check_int_pow(name, op, compute, s, scalar_first));
+  const lt_backend *be;
+  LT_TRY(ops_backend(name, a->storage->device, &be));
+  lt_tensor *r;
+  LT_TRY(lt_empty(a->shape, a->ndim, result, a->storage->device, &r));
+  lt_status st = be->binary(op, compute, r, a, NULL, ops_scalar(s), scalar_first);
+  if (st != LT_OK) {
+    lt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return LT_OK;
+}
+
+lt_status lt_binary_(lt_binary_op op, lt_tensor *a, const lt_tensor *b) {
+  char name[32];
+  op_name(name, sizeof name, lt_binary_op_name(op), true);
+  LT_TRY(check_tensor_pair(name, a, b));
+  int64_t shape[LT_MAX_DIMS];
+  int ndim = 0;
+  LT_TRY(lt_broadcast_shapes(name, a->shape, a->ndim, b->shape, b->ndim, shape, &ndim));
+  bool same = ndim == a->ndim;
+  for (int d = 0; same && d < ndim; d++) same = shape[d] == a->shape[d];
+  if (!same) {
+    char sa[OPS_SHAPE_BUF], sb[OPS_SHAPE_BUF];
+    return lt_error(LT_ERR_SHAPE, "%s: output with shape %s doesn't match the broadcast shape %s",
+                    name, ops_shape_str(sa, a->shape, a->ndim), ops_shape_str(sb, shape, ndim));
+  }
+  ops_result_type rt;
+  ops_rt_init(&rt);
+  ops_rt_add_tensor(&rt, a);
+  ops_rt_add_tensor(&rt, b);
+  lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
+  LT_TRY(binary_types(name, op, ops_rt_result(&rt), &compute, &result));
+  LT_TRY(ops_check_cast(name, result, a->dtype));
+  LT_TRY(ops_check_writable(name, a));
+  const lt_backend *be;
+  LT_TRY(ops_backend(name, a->storage->device, &be));
+  lt_scalar none = {0, 0};
+  LT_TRY(be->binary(op, compute, a, a, b, none, false));
+  ops_bump_version(a);
+  return LT_OK;
+}
+
+lt_status lt_binary_scalar_(lt_binary_op op, lt_tensor *a, double s, bool is_integer) {
+  char name[32];
+  op_name(name, sizeof name, lt_binary_op_name(op), true);
+  LT_TRY(ops_check_live(name, a));
+  ops_result_type rt;
+  ops_rt_init(&rt);
+  ops_rt_add_tensor(&rt, a);
+  ops_rt_add_scalar(&rt, is_integer);
+  lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
+  LT_TRY(binary_types(name, op, ops_rt_result(&rt), &compute, &result));
+  LT_TRY(check_int_pow(name, op, compute, s, false));
+  LT_TRY(ops_check_cast(name, result, a->dtype));
+  LT_TRY(ops_check_writable(name, a));
+  const lt_backend *be;
+  LT_TRY(ops_backend(name, a->storage->device, &be));
+  LT_TRY(be->binary(op, compute, a, a, NULL, ops_scalar(s), false));
+  ops_bump_version(a);
+  return LT_OK;
+}
+
+/* ---- unary ---- */
+
+static bool float_only(lt_unary_op op) {
+  switch (op) {
+    case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_SIGMOID:
+    case LT_OP_TANH: case LT_OP_SIN: case LT_OP_COS: case LT_OP_RECIPROCAL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* As PyTorch: math functions turn integers into float32; neg, abs, relu,
+ * sign and rounding keep the dtype; square of bool is int64; logical_not
+ * gives bool; negating a bool is an error. */
+static lt_status unary_types(const char *name, lt_unary_op op, lt_dtype in, lt_dtype *compute,
+                             lt_dtype *result) {
+  if ((unsigned)op >= LT_NUNARY)
+    return lt_error(LT_ERR_ARG, "%s: unknown unary op %d", name, (int)op);
+  if (op == LT_OP_NEG && in == LT_BOOL)
+    return lt_error(LT_ERR_DTYPE,
+                    "%s: negation, the `-` operator, on a bool tensor is not supported; "
+                    "use logical_not() instead",
+                    name);
+  *compute = *result = in;
+  if (float_only(op) && !lt_dtype_is_floating(in)) *compute = *result = LT_FLOAT32;
+  if (op == LT_OP_SQUARE && in == LT_BOOL) *compute = *result = LT_INT64;
+  if (op == LT_OP_LOGICAL_NOT) *result = LT_BOOL;
+  return LT_OK;
+}
+
+lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out) {
+  const char *name = lt_unary_op_name(op);
+  LT_TRY(ops_check_live(name, a));
+  lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
+  LT_TRY(unary_types(name, op, a->dtype, &compute, &result));
+  const lt_backend *be;
+  LT_TRY(ops_backend(name, a->storage->device, &be));
+  lt_tensor *r;
+  LT_TRY(lt_empty(a->shape, a->ndim, result, a->storage->device, &r));
+  lt_status st = be->unary(op, compute, r, a);
+  if (st != LT_OK) {
+    lt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return LT_OK;
+}
+
+lt_status lt_unary_(lt_unary_op op, lt_tensor *a) {
+  char name[32];
+  op_name(name, sizeof name, lt_unary_op_name(op), true);
+  LT_TRY(ops_check_live(name, a));
+  lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
+  LT_TRY(unary_types(name, op, a->dtype, &compute, &result));
+  LT_TRY(ops_check_cast(name, result, a->dtype));
+  LT_TRY(ops_check_writable(name, a));
+  const lt_backend *be;
+  LT_TRY(ops_backend(name, a->storage->device, &be));
+  /* logical_not_ writes 0/1 in a's own dtype, computing in it too. */
+  LT_TRY(be->unary(op, op == LT_OP_LOGICAL_NOT ? a->dtype : compute, a, a));
+  ops_bump_version(a);
+  return LT_OK;
+}

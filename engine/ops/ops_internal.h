@@ -1,0 +1,58 @@
+/* Helpers shared by the op entry points: input checks, error text, type
+ * promotion and geometry views that live on the stack (no allocation). */
+#ifndef LT_OPS_INTERNAL_H
+#define LT_OPS_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "core/backend.h"
+#include "lt/ops.h"
+
+#define OPS_SHAPE_BUF 128
+
+/* "[2, 3]" for t's shape into buf (OPS_SHAPE_BUF bytes). */
+char *ops_shape_str(char *buf, const int64_t *shape, int ndim);
+
+/* t is present and its storage alive. */
+lt_status ops_check_live(const char *op, const lt_tensor *t);
+/* Both on the same device (names them otherwise). */
+lt_status ops_check_same_device(const char *op, const lt_tensor *a, const lt_tensor *b);
+/* The kernels of t's device, or an error naming the op and the device. */
+lt_status ops_backend(const char *op, lt_device dev, const lt_backend **out);
+/* An in-place destination must not have elements sharing memory (an
+ * expanded tensor): the result would depend on the order of writes. */
+lt_status ops_check_writable(const char *op, const lt_tensor *t);
+/* Marks an in-place write (autograd compares saved versions). */
+static inline void ops_bump_version(lt_tensor *t) { t->storage->version++; }
+
+/* ---- type promotion (PyTorch's torch.result_type) ---- */
+
+/* Dimensioned tensors outrank 0-dim tensors, which outrank wrapped numbers;
+ * a lower class only raises the category (bool < integral < floating). */
+typedef struct ops_result_type {
+  lt_dtype dim, zero_dim, wrapped; /* LT_NDTYPES: none yet */
+} ops_result_type;
+
+void ops_rt_init(ops_result_type *rt);
+void ops_rt_add_tensor(ops_result_type *rt, const lt_tensor *t);
+/* A number from the script: integers count as int64, others as float32
+ * (the default dtype). */
+void ops_rt_add_scalar(ops_result_type *rt, bool is_integer);
+lt_dtype ops_rt_result(const ops_result_type *rt);
+
+/* PyTorch's can_cast: no floating -> integral, no non-bool -> bool. */
+bool ops_can_cast(lt_dtype from, lt_dtype to);
+lt_status ops_check_cast(const char *op, lt_dtype result, lt_dtype dst);
+
+/* A number as it takes part in an op computing in a given dtype. */
+lt_scalar ops_scalar(double v);
+
+/* ---- geometry views on the stack ----
+ * Copies of a tensor header whose geometry is changed for a kernel; they
+ * share the storage without a reference and must not outlive the call. */
+void ops_view_narrow(lt_tensor *view, int dim, int64_t start, int64_t length);
+void ops_view_select(lt_tensor *view, int dim, int64_t index);
+/* Prepends size-1 dims / moves to ndim dims broadcast to shape (stride 0). */
+void ops_view_expand(lt_tensor *view, const int64_t *shape, int ndim);
+
+#endif
