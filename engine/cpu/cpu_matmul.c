@@ -1,9 +1,12 @@
-/* Batched matrix product. float32/float64 go to BLAS (cblas_sgemm/dgemm),
+/* Batched matrix product. float32 goes to oneDNN's dnnl_sgemm (measured
+ * faster than OpenBLAS on our machines: README, "Choice of BLAS"), float64 to
+ * OpenBLAS's cblas_dgemm,
  * one call per batch entry, or a single call when b is shared by the whole
  * batch and a's rows are evenly spaced (a linear layer on a 3-D input);
  * transposed matrices are passed with BLAS's transpose flag instead of being
  * copied. Integers use a plain triple loop accumulating in int64 (wrapping). */
 #include <cblas.h>
+#include <dnnl.h>
 #include <string.h>
 
 #include "core/backend.h"
@@ -94,17 +97,23 @@ static bool fold_rows(const mm_geom *g, const lt_tensor *a, int64_t *row_stride)
   return true;
 }
 
-static void gemm(lt_dtype dt, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int64_t n,
+static lt_status gemm(lt_dtype dt, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int64_t n,
                  int64_t m, int64_t k, const char *a, int64_t lda, const char *b, int64_t ldb,
                  char *c, int64_t ldc) {
-  if (dt == LT_FLOAT32)
-    cblas_sgemm(CblasRowMajor, ta, tb, (blasint)n, (blasint)m, (blasint)k, 1.0f,
-                (const float *)(const void *)a, (blasint)lda, (const float *)(const void *)b,
-                (blasint)ldb, 0.0f, (float *)(void *)c, (blasint)ldc);
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, (blasint)n, (blasint)m, (blasint)k, 1.0,
-                (const double *)(const void *)a, (blasint)lda, (const double *)(const void *)b,
-                (blasint)ldb, 0.0, (double *)(void *)c, (blasint)ldc);
+  if (dt == LT_FLOAT32) {
+    /* dnnl_sgemm is row-major like the CBLAS call. */
+    dnnl_status_t st = dnnl_sgemm(ta == CblasTrans ? 'T' : 'N', tb == CblasTrans ? 'T' : 'N', n, m,
+                                  k, 1.0f, (const float *)(const void *)a, lda,
+                                  (const float *)(const void *)b, ldb, 0.0f, (float *)(void *)c, ldc);
+    if (st != dnnl_success)
+      return lt_error(LT_ERR_INTERNAL, "matmul: dnnl_sgemm failed (status %d) for %lld x %lld x %lld",
+                      (int)st, (long long)n, (long long)m, (long long)k);
+    return LT_OK;
+  }
+  cblas_dgemm(CblasRowMajor, ta, tb, (blasint)n, (blasint)m, (blasint)k, 1.0,
+              (const double *)(const void *)a, (blasint)lda, (const double *)(const void *)b,
+              (blasint)ldb, 0.0, (double *)(void *)c, (blasint)ldc);
+  return LT_OK;
 }
 
 static lt_status matmul_blas(const mm_geom *g, lt_tensor *out, const lt_tensor *a,
@@ -124,15 +133,14 @@ static lt_status matmul_blas(const mm_geom *g, lt_tensor *out, const lt_tensor *
   if (g->nbatch > 1 && fold_rows(g, a, &row_stride)) {
     int64_t aoff, boff;
     batch_offsets(g, 0, &aoff, &boff);
-    gemm(out->dtype, CblasNoTrans, tb, g->nbatch * g->n, g->m, g->k, ad, row_stride,
-         bd + boff * es, ldb, od, ldc);
-    return LT_OK;
+    return gemm(out->dtype, CblasNoTrans, tb, g->nbatch * g->n, g->m, g->k, ad, row_stride,
+                bd + boff * es, ldb, od, ldc);
   }
   for (int64_t e = 0; e < g->nbatch; e++) {
     int64_t aoff, boff;
     batch_offsets(g, e, &aoff, &boff);
-    gemm(out->dtype, ta, tb, g->n, g->m, g->k, ad + aoff * es, lda, bd + boff * es, ldb,
-         od + e * g->n * g->m * es, ldc);
+    LT_TRY(gemm(out->dtype, ta, tb, g->n, g->m, g->k, ad + aoff * es, lda, bd + boff * es, ldb,
+                od + e * g->n * g->m * es, ldc));
   }
   return LT_OK;
 }
