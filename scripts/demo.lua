@@ -17,6 +17,7 @@ local values, indices = a:max(2)
 print("row maxima " .. tostring(values) .. " at columns " .. tostring(indices))
 
 -- Memory: every byte goes through lt's caching allocator.
+lt.gc()                                      -- drop the temporaries above first
 lt.memory.reset_peak()
 local base = lt.memory.allocated()
 do

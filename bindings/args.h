@@ -1,0 +1,68 @@
+/* Argument translation between Lua calls (1-based, loosely typed, options
+ * tables) and the engine's 0-based C API, and the one way engine errors become
+ * Lua errors. Every message names the op and the values as the user wrote them. */
+#ifndef LTB_ARGS_H
+#define LTB_ARGS_H
+
+#include <stdbool.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lt/cuda.h"
+#include "lt/lt.h"
+
+/* Raises the engine's last error as a Lua error (never returns). An out of
+ * memory error gets the largest live tensors appended. */
+int ltb_raise(lua_State *L, lt_status st);
+
+/* An integer argument; floats with an integral value are accepted. */
+lua_Integer ltb_check_integer(lua_State *L, int arg, const char *op, const char *what);
+lua_Integer ltb_opt_integer(lua_State *L, int arg, const char *op, const char *what,
+                            lua_Integer def);
+/* A number argument (integer or float). */
+double ltb_check_number(lua_State *L, int arg, const char *op, const char *what);
+
+/* A user's dimension (1-based, -1 the last) as the engine's 0-based one,
+ * checked against ndim (a 0-dim tensor accepts 1 and -1, as PyTorch). */
+int ltb_wrap_dim(lua_State *L, lua_Integer dim, int ndim, const char *op);
+int ltb_check_dim(lua_State *L, int arg, int ndim, const char *op);
+
+/* Sizes given as integers from arg `first` on, or as one table there. With
+ * allow_infer, -1 is accepted (view, reshape, expand). Returns the index of
+ * the first argument after the sizes (where an options table may follow). */
+int ltb_check_sizes(lua_State *L, int first, const char *op, bool allow_infer, int64_t *shape,
+                    int *ndim);
+
+/* Dims given as integers from arg `first` on, or as one table (permute, sum). */
+int ltb_check_dims(lua_State *L, int first, int ndim, const char *op, int *dims, int *count);
+
+/* Options tables: {dtype=, device=, requires_grad=, copy=}. */
+enum { LTB_OPT_DTYPE = 1, LTB_OPT_DEVICE = 2, LTB_OPT_REQUIRES_GRAD = 4, LTB_OPT_COPY = 8 };
+typedef struct ltb_options {
+  bool has_dtype, has_device;
+  lt_dtype dtype;
+  lt_device device;
+  bool requires_grad;
+  bool copy;
+} ltb_options;
+/* Reads the options table at idx (none or nil: defaults); rejects unknown keys
+ * and keys outside `allowed`. */
+void ltb_read_options(lua_State *L, int idx, const char *op, unsigned allowed, ltb_options *o);
+
+lt_dtype ltb_check_dtype(lua_State *L, int idx, const char *op);
+/* Parses a device name and checks that the device exists (a clear error when
+ * CUDA is absent). */
+lt_device ltb_check_device(lua_State *L, int idx, const char *op);
+lt_device ltb_parse_device(lua_State *L, const char *name, const char *op);
+/* Device argument of lt.memory.* and friends: nil or none means "cpu". */
+lt_device ltb_opt_device(lua_State *L, int idx, const char *op);
+void ltb_require_device(lua_State *L, lt_device dev, const char *op);
+
+void ltb_push_dtype(lua_State *L, lt_dtype dt);
+void ltb_push_device(lua_State *L, lt_device dev);
+
+/* Raises "<op>: only floating point tensors can require gradients, got int64". */
+void ltb_check_grad_dtype(lua_State *L, lt_dtype dt, const char *op);
+
+#endif

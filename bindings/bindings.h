@@ -1,0 +1,30 @@
+/* What the binding files share with each other: each area registers its
+ * functions, and a few tensor helpers are used by more than one area. */
+#ifndef LTB_BINDINGS_H
+#define LTB_BINDINGS_H
+
+#include <stdbool.h>
+
+#include <lua.h>
+
+#include "lt/lt.h"
+
+/* Each adds its methods to the table at methods_idx and its free functions
+ * (lt.zeros, lt.matmul, ...) to the table at core_idx. */
+void ltb_open_tensor_create(lua_State *L, int methods_idx, int core_idx);
+void ltb_open_tensor_methods(lua_State *L, int methods_idx, int core_idx);
+void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx);
+void ltb_open_tensor_reduce(lua_State *L, int methods_idx, int core_idx);
+
+/* Closures over one elementwise op (the metamethods use them too). */
+void ltb_push_binary_function(lua_State *L, lt_binary_op op);
+void ltb_push_unary_function(lua_State *L, lt_unary_op op);
+
+/* select with a user's index (1-based, negative from the end) along dim. */
+lt_status ltb_select(const lt_tensor *t, int dim, lua_Integer index, lt_tensor **out);
+/* Pushes a fresh table of t's sizes. */
+void ltb_push_shape(lua_State *L, const lt_tensor *t);
+/* Sets t.requires_grad, refusing non-floating dtypes. */
+void ltb_set_requires_grad(lua_State *L, lt_tensor *t, bool on, const char *op);
+
+#endif

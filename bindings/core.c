@@ -1,0 +1,156 @@
+/* luaopen_lt_core: the lt.core table (tensor functions, lt.memory, lt.cuda,
+ * threads and seeding) and the tensor metatable. lua/lt/init.lua builds the
+ * public lt table on it. */
+#include <string.h>
+
+#include "args.h"
+#include "bindings.h"
+#include "lt_bindings.h"
+#include "memory.h"
+#include "tensor_handle.h"
+
+static int lt_manual_seed_fn(lua_State *L) {
+  lua_Integer seed = ltb_check_integer(L, 1, "manual_seed", "the seed");
+  lt_manual_seed((uint64_t)seed);
+  return 0;
+}
+
+static int lt_set_num_threads_fn(lua_State *L) {
+  lua_Integer n = ltb_check_integer(L, 1, "set_num_threads", "the number of threads");
+  if (n < 1 || n > 4096)
+    return luaL_error(L, "set_num_threads: expected a number of threads from 1 to 4096, got %I", n);
+  lt_set_num_threads((int)n);
+  return 0;
+}
+
+static int lt_get_num_threads_fn(lua_State *L) {
+  lua_pushinteger(L, lt_get_num_threads());
+  return 1;
+}
+
+static int lt_is_tensor_fn(lua_State *L) {
+  lua_pushboolean(L, ltb_test_handle(L, 1) != NULL);
+  return 1;
+}
+
+/* ---- lt.cuda ---- */
+
+static int cuda_is_available(lua_State *L) {
+  lua_pushboolean(L, lt_cuda_is_available());
+  return 1;
+}
+
+static int cuda_device_count(lua_State *L) {
+  lua_pushinteger(L, lt_cuda_device_count());
+  return 1;
+}
+
+static void require_cuda(lua_State *L, const char *op) {
+  lt_device dev = {LT_DEVICE_CUDA, 0};
+  ltb_require_device(L, dev, op);
+}
+
+static int cuda_synchronize(lua_State *L) {
+  require_cuda(L, "cuda.synchronize");
+  lt_status st = lt_cuda_synchronize();
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
+/* Device numbers follow the device names ("cuda:0"): they start at 0. */
+static int cuda_set_device(lua_State *L) {
+  lt_device dev;
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    dev = ltb_check_device(L, 1, "cuda.set_device");
+    if (dev.type != LT_DEVICE_CUDA)
+      return luaL_error(L, "cuda.set_device: expected a CUDA device, got '%s'", lua_tostring(L, 1));
+  } else {
+    lua_Integer i = ltb_check_integer(L, 1, "cuda.set_device", "the device number");
+    if (i < 0 || i >= LT_MAX_DEVICES)
+      return luaL_error(L, "cuda.set_device: invalid device number %I", i);
+    dev.type = LT_DEVICE_CUDA;
+    dev.index = (signed char)i;
+    ltb_require_device(L, dev, "cuda.set_device");
+  }
+  lt_status st = lt_cuda_set_device(dev.index);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
+static int cuda_current_device(lua_State *L) {
+  require_cuda(L, "cuda.current_device");
+  lua_pushinteger(L, lt_cuda_current_device());
+  return 1;
+}
+
+/* Empties the cache of every CUDA device (nothing without CUDA); returns bytes. */
+static int cuda_empty_cache(lua_State *L) {
+  size_t total = 0;
+  if (lt_cuda_is_available()) {
+    int n = lt_cuda_device_count();
+    for (int i = 0; i < n && i < LT_MAX_DEVICES; i++) {
+      lt_device dev = {LT_DEVICE_CUDA, (signed char)i};
+      total += lt_empty_cache(dev);
+    }
+  }
+  lua_pushinteger(L, (lua_Integer)total);
+  return 1;
+}
+
+static const luaL_Reg cuda_functions[] = {
+    {"is_available", cuda_is_available},
+    {"device_count", cuda_device_count},
+    {"synchronize", cuda_synchronize},
+    {"set_device", cuda_set_device},
+    {"current_device", cuda_current_device},
+    {"empty_cache", cuda_empty_cache},
+    {NULL, NULL},
+};
+
+static const luaL_Reg core_functions[] = {
+    {"manual_seed", lt_manual_seed_fn},
+    {"set_num_threads", lt_set_num_threads_fn},
+    {"get_num_threads", lt_get_num_threads_fn},
+    {"is_tensor", lt_is_tensor_fn},
+    {NULL, NULL},
+};
+
+/* Puts the Lua library next to this module on package.path when missing, so
+ * that lt.core loaded by any means can reach the Lua files of lua/lt. */
+static void add_lua_dir_to_path(lua_State *L) {
+#ifdef LT_LUA_DIR
+  if (lua_getglobal(L, "package") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_getfield(L, -1, "path");
+  const char *path = lua_tostring(L, -1);
+  if (path && !strstr(path, LT_LUA_DIR "/?.lua")) {
+    lua_pushfstring(L, "%s;%s/?.lua;%s/?/init.lua", path, LT_LUA_DIR, LT_LUA_DIR);
+    lua_setfield(L, -3, "path");
+  }
+  lua_pop(L, 2);
+#else
+  (void)L;
+#endif
+}
+
+int luaopen_lt_core(lua_State *L) {
+  add_lua_dir_to_path(L);
+  luaL_newlib(L, core_functions);
+  int core = lua_gettop(L);
+  lua_newtable(L); /* the tensor methods, also lt.Tensor for Lua code to extend */
+  int methods = lua_gettop(L);
+  ltb_open_tensor_methods(L, methods, core);
+  ltb_open_tensor_math(L, methods, core);
+  ltb_open_tensor_reduce(L, methods, core);
+  ltb_open_tensor_create(L, methods, core);
+  ltb_open_tensor_handle(L, methods);
+  lua_setfield(L, core, "Tensor");
+  ltb_open_memory(L, core);
+  luaL_newlib(L, cuda_functions);
+  lua_setfield(L, core, "cuda");
+  lua_pushliteral(L, LT_VERSION);
+  lua_setfield(L, core, "version");
+  return 1;
+}

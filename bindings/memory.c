@@ -1,0 +1,383 @@
+/* lt.memory.*, lt.del, lt.gc; collector charging and the out-of-memory hook.
+ *
+ * Lua's collector sees only the few bytes of a tensor handle, never the
+ * storage behind it, so a loop that drops big tensors would outrun it. Each
+ * fresh storage is therefore charged to the collector as debt; when the debt
+ * of a device passes a threshold (an eighth of what that device holds now, or
+ * of its limit) the collector takes a step sized by the debt. Small tensors
+ * cost one addition and one comparison. If an allocation fails anyway, the
+ * allocator calls our hook, which runs a full collection before it retries. */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "args.h"
+#include "memory.h"
+#include "tensor_handle.h"
+
+/* ---- collector charging ---- */
+
+enum { NSLOTS = 1 + LT_MAX_DEVICES }; /* the cpu, then each cuda device */
+
+typedef struct pressure {
+  size_t debt;      /* bytes charged since the last step */
+  size_t threshold; /* debt that triggers the next step (0: step at once) */
+} pressure;
+
+static pressure pressures[NSLOTS];
+
+static int slot_of(lt_device dev) {
+  if (dev.type == LT_DEVICE_CPU || dev.index < 0 || dev.index >= LT_MAX_DEVICES) return 0;
+  return 1 + dev.index;
+}
+
+#define KIB ((size_t)1024)
+#define MIB (KIB * KIB)
+
+static size_t next_threshold(lt_device dev) {
+  lt_memory_stats s;
+  lt_memory_get_stats(dev, &s);
+  size_t allocated = (size_t)s.allocated_bytes[LT_POOL_ALL].current;
+  size_t t = allocated / 8;
+  if (t < 256 * KIB) t = 256 * KIB;
+  if (t > 64 * MIB) t = 64 * MIB;
+  if (s.limit > 0 && t > s.limit / 8) t = s.limit / 8;
+  return t;
+}
+
+/* Tensors of at least this size remember the script line that made them, for
+ * out-of-memory messages; smaller ones skip the lookup. */
+#define ORIGIN_MIN_BYTES MIB
+
+static const char origins_key = 0; /* registry: interned origin strings */
+
+static void record_origin(lua_State *L, lt_block *block) {
+  lua_Debug ar;
+  if (!block || !lua_getstack(L, 1, &ar) || !lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0)
+    return;
+  char buf[LUA_IDSIZE + 24];
+  snprintf(buf, sizeof buf, "%s:%d", ar.short_src, ar.currentline);
+  /* The allocator keeps the pointer: intern the string in a registry table
+   * that holds it for the life of the state. */
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &origins_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pushstring(L, buf);
+  lua_pushvalue(L, -1);
+  if (lua_rawget(L, -3) == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    lua_pushvalue(L, -1);
+    lua_rawset(L, -4); /* origins[s] = s */
+    lua_pushvalue(L, -1);
+  }
+  lt_block_set_origin(block, lua_tostring(L, -1));
+  lua_pop(L, 3);
+}
+
+void ltb_charge(lua_State *L, const lt_tensor *t) {
+  const lt_storage *s = t->storage;
+  size_t bytes = s->block ? lt_block_size(s->block) : s->nbytes;
+  if (bytes >= ORIGIN_MIN_BYTES) record_origin(L, s->block);
+  pressure *p = &pressures[slot_of(s->device)];
+  p->debt += bytes;
+  if (p->debt < p->threshold) return;
+  size_t kib = p->debt / KIB;
+  p->debt = 0;
+  lua_gc(L, LUA_GCSTEP, kib > INT_MAX ? INT_MAX : (int)kib);
+  p->threshold = next_threshold(s->device);
+}
+
+static void clear_debts(void) {
+  for (int i = 0; i < NSLOTS; i++) pressures[i].debt = 0;
+}
+
+/* ---- out of memory ---- */
+
+static lua_State *hook_state; /* the main thread of the state that installed the hook */
+static bool in_hook;          /* a collection started by the hook is running */
+static lt_device last_oom_device;
+
+static void oom_hook(void *ud, lt_device dev, size_t nbytes) {
+  (void)nbytes;
+  last_oom_device = dev;
+  if (in_hook || ud == NULL) return; /* a finalizer allocating would re-enter */
+  in_hook = true;
+  lua_gc((lua_State *)ud, LUA_GCCOLLECT);
+  in_hook = false;
+  clear_debts();
+}
+
+/* Closing the state must uninstall the hook: this sentinel's __gc runs last,
+ * after the tensors' (it was marked for finalization before any of them). */
+static int hook_sentinel_gc(lua_State *L) {
+  if (hook_state == lua_touserdata(L, lua_upvalueindex(1))) {
+    lt_alloc_set_oom_hook(NULL, NULL);
+    hook_state = NULL;
+  }
+  return 0;
+}
+
+static void install_oom_hook(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  lua_State *main = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  hook_state = main;
+  lt_alloc_set_oom_hook(oom_hook, main);
+  /* lt.core opened again in this state (package.loaded cleared, as busted
+   * does between files): keep the one sentinel, or the old one's __gc would
+   * uninstall the hook when it is collected. */
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &hook_state) != LUA_TNIL) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_newuserdatauv(L, 1, 0);
+  lua_createtable(L, 0, 1);
+  lua_pushlightuserdata(L, main);
+  lua_pushcclosure(L, hook_sentinel_gc, 1);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &hook_state);
+}
+
+static void format_bytes(char *buf, size_t n, size_t bytes) {
+  if (bytes >= MIB) snprintf(buf, n, "%.1f MiB", (double)bytes / (double)MIB);
+  else if (bytes >= KIB) snprintf(buf, n, "%.1f KiB", (double)bytes / (double)KIB);
+  else snprintf(buf, n, "%zu bytes", bytes);
+}
+
+void ltb_push_oom_details(lua_State *L) {
+  enum { N = 5 };
+  size_t sizes[N];
+  const char *origins[N];
+  lt_category cats[N];
+  int n = lt_memory_largest(last_oom_device, N, sizes, origins, cats);
+  if (n <= 0) {
+    lua_pushliteral(L, "");
+    return;
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  char dev[16], line[LUA_IDSIZE + 96], size[32];
+  snprintf(line, sizeof line, "\nlargest live tensors on %s:", lt_device_name(last_oom_device, dev));
+  luaL_addstring(&b, line);
+  for (int i = 0; i < n; i++) {
+    format_bytes(size, sizeof size, sizes[i]);
+    snprintf(line, sizeof line, "\n  %s (%s)%s%s", size, lt_category_name(cats[i]),
+             origins[i] ? " created at " : "", origins[i] ? origins[i] : "");
+    luaL_addstring(&b, line);
+  }
+  luaL_pushresult(&b);
+}
+
+/* ---- lt.memory.* ---- */
+
+static lt_memory_stats get_stats(lua_State *L, int idx, const char *op) {
+  lt_memory_stats s;
+  lt_memory_get_stats(ltb_opt_device(L, idx, op), &s);
+  return s;
+}
+
+static int memory_allocated(lua_State *L) {
+  lua_pushinteger(L, get_stats(L, 1, "allocated").allocated_bytes[LT_POOL_ALL].current);
+  return 1;
+}
+
+static int memory_max_allocated(lua_State *L) {
+  lua_pushinteger(L, get_stats(L, 1, "max_allocated").allocated_bytes[LT_POOL_ALL].peak);
+  return 1;
+}
+
+static int memory_reserved(lua_State *L) {
+  lua_pushinteger(L, get_stats(L, 1, "reserved").reserved_bytes[LT_POOL_ALL].current);
+  return 1;
+}
+
+static int memory_max_reserved(lua_State *L) {
+  lua_pushinteger(L, get_stats(L, 1, "max_reserved").reserved_bytes[LT_POOL_ALL].peak);
+  return 1;
+}
+
+static int memory_reset_peak(lua_State *L) {
+  lt_memory_reset_peak(ltb_opt_device(L, 1, "reset_peak"));
+  return 0;
+}
+
+static void set_int(lua_State *L, const char *key, int64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, key);
+}
+
+static void push_stat(lua_State *L, const lt_stat *s) {
+  lua_createtable(L, 0, 4);
+  set_int(L, "current", s->current);
+  set_int(L, "peak", s->peak);
+  set_int(L, "allocated", s->allocated);
+  set_int(L, "freed", s->freed);
+}
+
+static void set_pools(lua_State *L, const char *key, const lt_stat pools[LT_NPOOLS]) {
+  lua_createtable(L, 0, 3);
+  push_stat(L, &pools[LT_POOL_ALL]);
+  lua_setfield(L, -2, "all");
+  push_stat(L, &pools[LT_POOL_SMALL]);
+  lua_setfield(L, -2, "small_pool");
+  push_stat(L, &pools[LT_POOL_LARGE]);
+  lua_setfield(L, -2, "large_pool");
+  lua_setfield(L, -2, key);
+}
+
+static int memory_stats(lua_State *L) {
+  lt_memory_stats s = get_stats(L, 1, "stats");
+  lua_createtable(L, 0, 20);
+  set_pools(L, "allocation", s.allocation);
+  set_pools(L, "segment", s.segment);
+  set_pools(L, "active", s.active);
+  set_pools(L, "inactive_split", s.inactive_split);
+  set_pools(L, "allocated_bytes", s.allocated_bytes);
+  set_pools(L, "reserved_bytes", s.reserved_bytes);
+  set_pools(L, "active_bytes", s.active_bytes);
+  set_pools(L, "inactive_split_bytes", s.inactive_split_bytes);
+  set_pools(L, "requested_bytes", s.requested_bytes);
+  lua_createtable(L, 0, LT_NCATEGORIES);
+  for (int c = 0; c < LT_NCATEGORIES; c++) {
+    push_stat(L, &s.category_bytes[c]);
+    lua_setfield(L, -2, lt_category_name((lt_category)c));
+  }
+  lua_setfield(L, -2, "by_category");
+  set_int(L, "num_alloc_retries", s.num_alloc_retries);
+  set_int(L, "num_ooms", s.num_ooms);
+  set_int(L, "num_collections", s.num_collections);
+  set_int(L, "num_device_allocs", s.num_device_allocs);
+  set_int(L, "num_device_frees", s.num_device_frees);
+  set_int(L, "limit", (int64_t)s.limit);
+  return 1;
+}
+
+static int memory_empty_cache(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)lt_empty_cache(ltb_opt_device(L, 1, "empty_cache")));
+  return 1;
+}
+
+/* Physical memory of the device, for fractional limits; 0 when unknown. */
+static size_t device_total_bytes(lt_device dev) {
+  if (dev.type != LT_DEVICE_CPU) return 0;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
+/* set_limit(bytes | fraction | nil, dev). An integer, or a float above 1, is
+ * a byte count; a float in (0, 1] is a fraction of the device's memory, as
+ * torch.cuda.set_per_process_memory_fraction; nil or 0 removes the limit. */
+static int memory_set_limit(lua_State *L) {
+  const char *op = "set_limit";
+  lt_device dev = ltb_opt_device(L, 2, op);
+  size_t bytes = 0;
+  if (!lua_isnoneornil(L, 1)) {
+    if (lua_type(L, 1) != LUA_TNUMBER)
+      return luaL_error(L, "%s: expected a number of bytes, a fraction or nil, got %s", op,
+                        luaL_typename(L, 1));
+    if (lua_isinteger(L, 1)) {
+      lua_Integer n = lua_tointeger(L, 1);
+      if (n < 0) return luaL_error(L, "%s: the limit must not be negative, got %I", op, n);
+      bytes = (size_t)n;
+    } else {
+      double f = lua_tonumber(L, 1);
+      if (!(f >= 0.0) || f > 9.0e18)
+        return luaL_error(L, "%s: invalid limit %f", op, (lua_Number)f);
+      if (f > 0.0 && f <= 1.0) {
+        size_t total = device_total_bytes(dev);
+        char name[16];
+        if (total == 0)
+          return luaL_error(L, "%s: the total memory of %s is unknown: give the limit in bytes",
+                            op, lt_device_name(dev, name));
+        bytes = (size_t)(f * (double)total);
+        if (bytes == 0) bytes = 1; /* a positive fraction is never "no limit" */
+      } else {
+        bytes = (size_t)f;
+      }
+    }
+  }
+  lt_set_limit(dev, bytes);
+  pressures[slot_of(dev)].threshold = 0; /* recomputed against the new limit */
+  lua_pushinteger(L, (lua_Integer)bytes);
+  return 1;
+}
+
+static int memory_get_limit(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)lt_get_limit(ltb_opt_device(L, 1, "get_limit")));
+  return 1;
+}
+
+/* ---- lt.del, lt.gc ---- */
+
+static int memory_del(lua_State *L) {
+  size_t total = 0;
+  int n = lua_gettop(L);
+  for (int i = 1; i <= n; i++) {
+    if (lua_isnil(L, i)) continue;
+    ltb_handle *h = ltb_test_handle(L, i);
+    if (!h) return luaL_error(L, "del: expected tensors, got %s (argument %d)", luaL_typename(L, i), i);
+    total += ltb_release_at(L, i, h);
+  }
+  lua_pushinteger(L, (lua_Integer)total);
+  return 1;
+}
+
+static size_t allocated_everywhere(void) {
+  lt_memory_stats s;
+  lt_memory_get_stats(lt_cpu(), &s);
+  size_t total = (size_t)s.allocated_bytes[LT_POOL_ALL].current;
+  int n = lt_cuda_device_count();
+  for (int i = 0; i < n && i < LT_MAX_DEVICES; i++) {
+    lt_device d = {LT_DEVICE_CUDA, (signed char)i};
+    lt_memory_get_stats(d, &s);
+    total += (size_t)s.allocated_bytes[LT_POOL_ALL].current;
+  }
+  return total;
+}
+
+/* A full collection; returns the bytes the allocator got back during it. */
+static int memory_gc(lua_State *L) {
+  size_t before = allocated_everywhere();
+  lua_gc(L, LUA_GCCOLLECT);
+  size_t after = allocated_everywhere();
+  clear_debts();
+  lua_pushinteger(L, (lua_Integer)(before > after ? before - after : 0));
+  return 1;
+}
+
+static const luaL_Reg memory_functions[] = {
+    {"allocated", memory_allocated},
+    {"max_allocated", memory_max_allocated},
+    {"reserved", memory_reserved},
+    {"max_reserved", memory_max_reserved},
+    {"reset_peak", memory_reset_peak},
+    {"stats", memory_stats},
+    {"empty_cache", memory_empty_cache},
+    {"set_limit", memory_set_limit},
+    {"get_limit", memory_get_limit},
+    {NULL, NULL},
+};
+
+void ltb_open_memory(lua_State *L, int core_idx) {
+  core_idx = lua_absindex(L, core_idx);
+  /* Blocks keep pointers into the origins table's strings: never replace it. */
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &origins_key) == LUA_TNIL) {
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &origins_key);
+  }
+  lua_pop(L, 1);
+  install_oom_hook(L);
+  luaL_newlib(L, memory_functions);
+  lua_setfield(L, core_idx, "memory");
+  lua_pushcfunction(L, memory_del);
+  lua_setfield(L, core_idx, "del");
+  lua_pushcfunction(L, memory_gc);
+  lua_setfield(L, core_idx, "gc");
+}

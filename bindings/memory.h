@@ -1,0 +1,23 @@
+/* Memory controls seen from Lua: lt.memory.*, lt.del, lt.gc, charging tensor
+ * bytes to Lua's collector and the out-of-memory hook (DESIGN Memory model). */
+#ifndef LTB_MEMORY_H
+#define LTB_MEMORY_H
+
+#include <lua.h>
+
+#include "lt/cuda.h"
+#include "lt/lt.h"
+
+/* Charges a freshly allocated storage to Lua's collector (called once per
+ * new storage, when its first handle is made). */
+void ltb_charge(lua_State *L, const lt_tensor *t);
+
+/* Pushes the text appended to an out-of-memory error: the largest live
+ * tensors of the device that ran out, with their category and origin. */
+void ltb_push_oom_details(lua_State *L);
+
+/* Sets core.memory, core.del and core.gc on the table at core_idx and
+ * installs the allocator's out-of-memory hook for this Lua state. */
+void ltb_open_memory(lua_State *L, int core_idx);
+
+#endif

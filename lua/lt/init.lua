@@ -1,0 +1,15 @@
+-- require "lt": the public lt table, built on the C half (lt.core).
+local core = require "lt.core"
+
+local lt = {}
+for name, value in pairs(core) do lt[name] = value end
+
+-- dtype names as constants, as torch.float32 and friends
+for _, name in ipairs { "float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool" } do
+  lt[name] = name
+end
+lt.float, lt.double, lt.half, lt.long, lt.int = "float32", "float64", "float16", "int64", "int32"
+
+lt.memory.summary = require("lt.memory_summary")(lt.memory)
+
+return lt
