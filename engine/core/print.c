@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lt/autograd.h"
 #include "lt/ops.h"
 
 /* PyTorch's default print options. */
@@ -312,7 +313,11 @@ static void write_tensor(strbuf *sb, const lt_tensor *t, const lt_tensor *shown)
     formatter_init(&f, shown, summarize);
     write_nested(sb, shown, lt_data(shown), 0, indent, summarize, &f);
   }
-  if (t->requires_grad) add_suffix(&s, "requires_grad=True");
+  const char *grad_fn = lt_grad_fn_name(t);
+  if (grad_fn)
+    add_suffix(&s, "grad_fn=<%s>", grad_fn);
+  else if (t->requires_grad)
+    add_suffix(&s, "requires_grad=True");
   write_suffixes(sb, &s, indent);
 }
 

@@ -9,6 +9,7 @@
  * and the element's position, never on the thread count or the strides. After
  * the fill the offset moves past the blocks used, so the next call draws new
  * numbers. */
+#include "lt/autograd.h"
 #include "lt/rng.h"
 
 #include <float.h>
@@ -264,13 +265,21 @@ static lt_status fill(const char *op, lt_tensor *t, fill_job *job) {
                       "single memory location (an expanded tensor); clone it first",
                       op);
   }
-  if (t->storage->device.type == LT_DEVICE_CPU) return fill_cpu(t, job);
+  if (t->storage->device.type == LT_DEVICE_CPU) {
+    fill_cpu(t, job);
+    t->storage->last_inplace_op = op; /* autograd names the writer */
+    return LT_OK;
+  }
 
   lt_tensor *host = NULL;
   LT_TRY(lt_empty(t->shape, t->ndim, t->dtype, lt_cpu(), &host));
   fill_cpu(host, job);
+  /* Random fills are not recorded by autograd, on any device. */
+  bool grad_mode = lt_set_grad_enabled(false);
   lt_status st = lt_copy_(t, host);
+  lt_set_grad_enabled(grad_mode);
   lt_tensor_release(host);
+  if (st == LT_OK) t->storage->last_inplace_op = op;
   return st;
 }
 

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/node.h"
 #include "lt/ops.h"
 #include "lt/tensor.h"
 
@@ -114,6 +115,7 @@ size_t lt_tensor_release(lt_tensor *t) {
   if (!t || --t->refcount > 0) return 0;
   size_t given_back = lt_storage_release(t->storage);
   if (t->grad) given_back += lt_tensor_release(t->grad);
+  if (t->autograd) given_back += ag_meta_free(t->autograd); /* and the graph behind t */
   free(t);
   return given_back;
 }

@@ -3,12 +3,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/record.h"
+#include "lt/autograd.h"
 #include "lt/ops.h"
 #include "lt/tensor.h"
 
 #define SHAPE_BUF 160
 
 static const long long *ll(const int64_t *p) { return (const long long *)p; }
+
+static lt_status contiguous_geometry(const lt_tensor *t, lt_tensor **out);
 
 /* A header sharing t's storage, with t's geometry to be edited by the caller. */
 static lt_status share(const lt_tensor *t, lt_tensor **out) {
@@ -19,12 +23,19 @@ static lt_status share(const lt_tensor *t, lt_tensor **out) {
   v->requires_grad = false;
   v->grad = NULL;
   v->autograd = NULL;
+  v->is_view = true;
   lt_storage_retain(v->storage);
   *out = v;
   return LT_OK;
 }
 
-lt_status lt_alias(const lt_tensor *t, lt_tensor **out) { return share(t, out); }
+/* detach: shares the storage but is no view for autograd (nothing flows
+ * back through it, so in-place writes to it need no check). */
+lt_status lt_alias(const lt_tensor *t, lt_tensor **out) {
+  LT_TRY(share(t, out));
+  (*out)->is_view = false;
+  return LT_OK;
+}
 
 /* Resolves a single -1 in shape against numel; checks the product matches. */
 static lt_status infer_shape(const char *op, const lt_tensor *t, const int64_t *shape, int ndim,
@@ -95,7 +106,7 @@ static bool view_strides(const lt_tensor *t, const int64_t *shape, int ndim, int
   return view_d == -1;
 }
 
-lt_status lt_view(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+static lt_status view_geometry(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
   int64_t resolved[LT_MAX_DIMS], stride[LT_MAX_DIMS];
   LT_TRY(infer_shape("view", t, shape, ndim, resolved));
   if (!view_strides(t, resolved, ndim, stride)) {
@@ -112,14 +123,15 @@ lt_status lt_view(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor 
   return LT_OK;
 }
 
-lt_status lt_reshape(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+static lt_status reshape_geometry(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
   int64_t resolved[LT_MAX_DIMS], stride[LT_MAX_DIMS];
   LT_TRY(infer_shape("reshape", t, shape, ndim, resolved));
-  if (view_strides(t, resolved, ndim, stride)) return lt_view(t, resolved, ndim, out);
+  if (view_strides(t, resolved, ndim, stride)) return view_geometry(t, resolved, ndim, out);
   lt_tensor *c;
-  LT_TRY(lt_contiguous(t, &c));
-  lt_status st = lt_view(c, resolved, ndim, out);
+  LT_TRY(contiguous_geometry(t, &c));
+  lt_status st = view_geometry(c, resolved, ndim, out);
   lt_tensor_release(c);
+  if (st == LT_OK) (*out)->is_view = false; /* over a copy nobody else holds */
   return st;
 }
 
@@ -130,7 +142,7 @@ static lt_status check_dim(const char *op, int d, int ndim) {
   return LT_OK;
 }
 
-lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out) {
+static lt_status transpose_geometry(const lt_tensor *t, int d0, int d1, lt_tensor **out) {
   if (t->ndim == 0 && (d0 == 0 || d0 == -1) && (d1 == 0 || d1 == -1)) return share(t, out);
   LT_TRY(check_dim("transpose", d0, t->ndim));
   LT_TRY(check_dim("transpose", d1, t->ndim));
@@ -144,7 +156,7 @@ lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out) {
   return LT_OK;
 }
 
-lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **out) {
+static lt_status permute_geometry(const lt_tensor *t, const int *dims, int ndim, lt_tensor **out) {
   if (ndim != t->ndim)
     return lt_error(LT_ERR_SHAPE, "permute: %d dimensions given for a tensor of %d", ndim, t->ndim);
   bool seen[LT_MAX_DIMS] = {false};
@@ -162,7 +174,7 @@ lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **
   return LT_OK;
 }
 
-lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out) {
+static lt_status narrow_geometry(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out) {
   LT_TRY(check_dim("narrow", dim, t->ndim));
   int64_t size = t->shape[dim];
   if (start < 0) start += size;
@@ -176,7 +188,7 @@ lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, 
   return LT_OK;
 }
 
-lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out) {
+static lt_status select_geometry(const lt_tensor *t, int dim, int64_t index, lt_tensor **out) {
   if (t->ndim == 0)
     return lt_error(LT_ERR_INDEX, "select: cannot index a 0-dim tensor (it holds one number: use item)");
   LT_TRY(check_dim("select", dim, t->ndim));
@@ -197,7 +209,7 @@ lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out)
   return LT_OK;
 }
 
-lt_status lt_expand(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+static lt_status expand_geometry(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
   char bt[SHAPE_BUF], bs[SHAPE_BUF];
   if (ndim < t->ndim || ndim > LT_MAX_DIMS)
     return lt_error(LT_ERR_SHAPE, "expand: the shape %s has fewer dimensions than the tensor's %s",
@@ -235,14 +247,14 @@ lt_status lt_expand(const lt_tensor *t, const int64_t *shape, int ndim, lt_tenso
   return LT_OK;
 }
 
-lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out) {
+static lt_status squeeze_geometry(const lt_tensor *t, int dim, lt_tensor **out) {
   if (t->ndim == 0) return share(t, out);
   LT_TRY(check_dim("squeeze", dim, t->ndim));
   if (t->shape[dim] != 1) return share(t, out); /* as PyTorch: a no-op */
-  return lt_select(t, dim, 0, out);
+  return select_geometry(t, dim, 0, out);
 }
 
-lt_status lt_squeeze_all(const lt_tensor *t, lt_tensor **out) {
+static lt_status squeeze_all_geometry(const lt_tensor *t, lt_tensor **out) {
   LT_TRY(share(t, out));
   lt_tensor *v = *out;
   int n = 0;
@@ -256,7 +268,7 @@ lt_status lt_squeeze_all(const lt_tensor *t, lt_tensor **out) {
   return LT_OK;
 }
 
-lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out) {
+static lt_status unsqueeze_geometry(const lt_tensor *t, int dim, lt_tensor **out) {
   if (dim < 0 || dim > t->ndim)
     return lt_error(LT_ERR_INDEX, "unsqueeze: dimension %lld out of range (expected 1 to %d)",
                     LT_USER_INDEX(dim), t->ndim + 1);
@@ -274,10 +286,10 @@ lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out) {
   return LT_OK;
 }
 
-lt_status lt_flatten(const lt_tensor *t, int start, int end, lt_tensor **out) {
+static lt_status flatten_geometry(const lt_tensor *t, int start, int end, lt_tensor **out) {
   if (t->ndim == 0) {
     int64_t one = 1;
-    return lt_reshape(t, &one, 1, out);
+    return reshape_geometry(t, &one, 1, out);
   }
   LT_TRY(check_dim("flatten", start, t->ndim));
   LT_TRY(check_dim("flatten", end, t->ndim));
@@ -291,10 +303,10 @@ lt_status lt_flatten(const lt_tensor *t, int start, int end, lt_tensor **out) {
   for (int i = start; i <= end; i++) merged *= t->shape[i];
   shape[n++] = merged;
   for (int i = end + 1; i < t->ndim; i++) shape[n++] = t->shape[i];
-  return lt_reshape(t, shape, n, out);
+  return reshape_geometry(t, shape, n, out);
 }
 
-lt_status lt_contiguous(const lt_tensor *t, lt_tensor **out) {
+static lt_status contiguous_geometry(const lt_tensor *t, lt_tensor **out) {
   if (lt_is_contiguous(t)) {
     lt_tensor_retain((lt_tensor *)t);
     *out = (lt_tensor *)t;
@@ -310,4 +322,112 @@ lt_status lt_contiguous(const lt_tensor *t, lt_tensor **out) {
   c->storage->version = 0;
   *out = c;
   return LT_OK;
+}
+
+/* ---- the public view functions: geometry, then one autograd node ----
+ * The geometry runs with recording off, so that a view built from other
+ * views (flatten from reshape from view) and reshape's copy leave no nodes
+ * of their own; the result then gets the one node that undoes the view. */
+
+static lt_status recorded(lt_status st, const char *name, ag_view_kind kind, const lt_tensor *t,
+                          lt_tensor **out, const int64_t *args, int nargs) {
+  if (st != LT_OK) return st;
+  st = ag_record_view(name, kind, t, *out, args, nargs);
+  if (st != LT_OK) {
+    lt_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+#define GEOMETRY(call)                           \
+  do {                                           \
+    bool grad_mode_ = lt_set_grad_enabled(false); \
+    st = (call);                                 \
+    lt_set_grad_enabled(grad_mode_);             \
+  } while (0)
+
+lt_status lt_view(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(view_geometry(t, shape, ndim, out));
+  return recorded(st, "ViewBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
+}
+
+lt_status lt_reshape(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(reshape_geometry(t, shape, ndim, out));
+  return recorded(st, "ViewBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
+}
+
+lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(transpose_geometry(t, d0, d1, out));
+  const int64_t args[2] = {d0, d1};
+  return recorded(st, "TransposeBackward", AG_VIEW_TRANSPOSE, t, out, args, 2);
+}
+
+lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(permute_geometry(t, dims, ndim, out));
+  int64_t args[LT_MAX_DIMS];
+  for (int d = 0; d < ndim && d < LT_MAX_DIMS; d++) args[d] = dims[d];
+  return recorded(st, "PermuteBackward", AG_VIEW_PERMUTE, t, out, args, ndim);
+}
+
+lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(narrow_geometry(t, dim, start, length, out));
+  if (st != LT_OK) return st;
+  const int64_t args[3] = {dim, start < 0 ? start + t->shape[dim] : start, length};
+  return recorded(st, "NarrowBackward", AG_VIEW_NARROW, t, out, args, 3);
+}
+
+lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(select_geometry(t, dim, index, out));
+  if (st != LT_OK) return st;
+  const int64_t args[2] = {dim, index < 0 ? index + t->shape[dim] : index};
+  return recorded(st, "SelectBackward", AG_VIEW_SELECT, t, out, args, 2);
+}
+
+lt_status lt_expand(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(expand_geometry(t, shape, ndim, out));
+  return recorded(st, "ExpandBackward", AG_VIEW_EXPAND, t, out, NULL, 0);
+}
+
+lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(squeeze_geometry(t, dim, out));
+  return recorded(st, "SqueezeBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
+}
+
+lt_status lt_squeeze_all(const lt_tensor *t, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(squeeze_all_geometry(t, out));
+  return recorded(st, "SqueezeBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
+}
+
+lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(unsqueeze_geometry(t, dim, out));
+  return recorded(st, "UnsqueezeBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
+}
+
+lt_status lt_flatten(const lt_tensor *t, int start, int end, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(flatten_geometry(t, start, end, out));
+  return recorded(st, "ViewBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
+}
+
+lt_status lt_contiguous(const lt_tensor *t, lt_tensor **out) {
+  lt_status st;
+  GEOMETRY(contiguous_geometry(t, out));
+  if (st != LT_OK) return st;
+  st = ag_record_identity("CloneBackward", t, *out); /* nothing when *out is t */
+  if (st != LT_OK) {
+    lt_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
 }

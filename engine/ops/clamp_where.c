@@ -34,6 +34,7 @@ lt_status lt_clamp(const lt_tensor *a, bool has_lo, double lo, bool has_hi, doub
   lt_tensor *r;
   LT_TRY(lt_empty(a->shape, a->ndim, result, a->storage->device, &r));
   lt_status st = be->clamp(result, r, a, has_lo, ops_scalar(lo), has_hi, ops_scalar(hi));
+  if (st == LT_OK) st = ag_record_clamp(a, has_lo, lo, has_hi, hi, r);
   if (st != LT_OK) {
     lt_tensor_release(r);
     return st;
@@ -52,9 +53,15 @@ lt_status lt_clamp_(lt_tensor *a, bool has_lo, double lo, bool has_hi, double hi
   LT_TRY(ops_check_writable("clamp_", a));
   const lt_backend *be;
   LT_TRY(ops_backend("clamp_", a->storage->device, &be));
-  LT_TRY(be->clamp(result, a, a, has_lo, ops_scalar(lo), has_hi, ops_scalar(hi)));
-  ops_bump_version(a);
-  return LT_OK;
+  lt_tensor *old = NULL; /* the gradient's mask needs the values before clamping */
+  LT_TRY(ag_inplace_begin("clamp_", a, NULL, true, &old));
+  lt_status st = be->clamp(result, a, a, has_lo, ops_scalar(lo), has_hi, ops_scalar(hi));
+  if (st == LT_OK) {
+    ops_bump_version(a, "clamp_");
+    st = ag_record_clamp_(a, has_lo, lo, has_hi, hi, old);
+  }
+  if (old) lt_tensor_release(old);
+  return st;
 }
 
 lt_status lt_where(const lt_tensor *cond, const lt_tensor *a, const lt_tensor *b,
@@ -81,6 +88,7 @@ lt_status lt_where(const lt_tensor *cond, const lt_tensor *a, const lt_tensor *b
   lt_tensor *r;
   LT_TRY(lt_empty(shape, ndim, ops_rt_result(&rt), a->storage->device, &r));
   lt_status st = be->where(r, cond, a, b);
+  if (st == LT_OK) st = ag_record_where(cond, a, b, r);
   if (st != LT_OK) {
     lt_tensor_release(r);
     return st;

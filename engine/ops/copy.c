@@ -35,21 +35,25 @@ lt_status lt_fill_(lt_tensor *t, double value) {
   LT_TRY(ops_check_live("fill_", t));
   LT_TRY(check_fill_value("fill_", value, t->dtype));
   LT_TRY(ops_check_writable("fill_", t));
+  lt_tensor *no_old = NULL; /* the old values get no gradient: nothing kept */
+  LT_TRY(ag_inplace_begin("fill_", t, NULL, false, &no_old));
   const lt_backend *be;
   LT_TRY(ops_backend("fill_", t->storage->device, &be));
   LT_TRY(be->fill(t, value));
-  ops_bump_version(t);
-  return LT_OK;
+  ops_bump_version(t, "fill_");
+  return ag_record_fill_("FillBackward", t);
 }
 
 lt_status lt_zero_(lt_tensor *t) {
   LT_TRY(ops_check_live("zero_", t));
   LT_TRY(ops_check_writable("zero_", t));
+  lt_tensor *no_old = NULL; /* the old values get no gradient: nothing kept */
+  LT_TRY(ag_inplace_begin("zero_", t, NULL, false, &no_old));
   const lt_backend *be;
   LT_TRY(ops_backend("zero_", t->storage->device, &be));
   LT_TRY(be->fill(t, 0.0));
-  ops_bump_version(t);
-  return LT_OK;
+  ops_bump_version(t, "zero_");
+  return ag_record_fill_("ZeroBackward", t);
 }
 
 /* A copy between two devices runs on the one that is not the CPU (its
@@ -78,11 +82,13 @@ lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src) {
                     ops_shape_str(ss, src->shape, src->ndim), ops_shape_str(sd, dst->shape, dst->ndim));
   }
   LT_TRY(ops_check_writable("copy_", dst));
+  lt_tensor *no_old = NULL;
+  LT_TRY(ag_inplace_begin("copy_", dst, src, false, &no_old));
   const lt_backend *be;
   LT_TRY(copy_backend("copy_", dst, src, &be));
   LT_TRY(be->copy(dst, src));
-  ops_bump_version(dst);
-  return LT_OK;
+  ops_bump_version(dst, "copy_");
+  return ag_record_copy_(dst, src);
 }
 
 /* A new contiguous tensor of t's shape on dev with dtype dt holding t's values. */
@@ -94,6 +100,11 @@ static lt_status converted_copy(const char *name, const lt_tensor *t, lt_dtype d
   const lt_backend *be;
   lt_status st = copy_backend(name, r, t, &be);
   if (st == LT_OK) st = be->copy(r, t);
+  if (st == LT_OK)
+    st = ag_record_identity(dt != t->dtype || !lt_device_eq(dev, t->storage->device)
+                                ? "ToCopyBackward"
+                                : "CloneBackward",
+                            t, r);
   if (st != LT_OK) {
     lt_tensor_release(r);
     return st;

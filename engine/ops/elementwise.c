@@ -21,6 +21,24 @@ static const char *const unary_names[LT_NUNARY] = {
     [LT_OP_CEIL] = "ceil",     [LT_OP_ROUND] = "round",     [LT_OP_LOGICAL_NOT] = "logical_not",
 };
 
+/* In-place names, static because a storage keeps its last writer's name. */
+static const char *const binary_inplace_names[LT_NBINARY] = {
+    [LT_OP_ADD] = "add_",         [LT_OP_SUB] = "sub_",         [LT_OP_MUL] = "mul_",
+    [LT_OP_DIV] = "div_",         [LT_OP_POW] = "pow_",         [LT_OP_MAXIMUM] = "maximum_",
+    [LT_OP_MINIMUM] = "minimum_", [LT_OP_EQ] = "eq_",           [LT_OP_NE] = "ne_",
+    [LT_OP_LT] = "lt_",           [LT_OP_LE] = "le_",           [LT_OP_GT] = "gt_",
+    [LT_OP_GE] = "ge_",
+};
+
+static const char *const unary_inplace_names[LT_NUNARY] = {
+    [LT_OP_NEG] = "neg_",       [LT_OP_EXP] = "exp_",         [LT_OP_LOG] = "log_",
+    [LT_OP_SQRT] = "sqrt_",     [LT_OP_RSQRT] = "rsqrt_",     [LT_OP_ABS] = "abs_",
+    [LT_OP_RELU] = "relu_",     [LT_OP_SIGMOID] = "sigmoid_", [LT_OP_TANH] = "tanh_",
+    [LT_OP_SIN] = "sin_",       [LT_OP_COS] = "cos_",         [LT_OP_RECIPROCAL] = "reciprocal_",
+    [LT_OP_SQUARE] = "square_", [LT_OP_SIGN] = "sign_",       [LT_OP_FLOOR] = "floor_",
+    [LT_OP_CEIL] = "ceil_",     [LT_OP_ROUND] = "round_",     [LT_OP_LOGICAL_NOT] = "logical_not_",
+};
+
 const char *lt_binary_op_name(lt_binary_op op) {
   return (unsigned)op < LT_NBINARY ? binary_names[op] : "unknown";
 }
@@ -29,10 +47,12 @@ const char *lt_unary_op_name(lt_unary_op op) {
   return (unsigned)op < LT_NUNARY ? unary_names[op] : "unknown";
 }
 
-/* "add" or "add_" for messages. */
-static const char *op_name(char *buf, size_t n, const char *base, bool inplace) {
-  snprintf(buf, n, "%s%s", base, inplace ? "_" : "");
-  return buf;
+static const char *binary_inplace_name(lt_binary_op op) {
+  return (unsigned)op < LT_NBINARY ? binary_inplace_names[op] : "unknown_";
+}
+
+static const char *unary_inplace_name(lt_unary_op op) {
+  return (unsigned)op < LT_NUNARY ? unary_inplace_names[op] : "unknown_";
 }
 
 static bool is_comparison(lt_binary_op op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
@@ -80,6 +100,7 @@ lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_
   LT_TRY(lt_empty(shape, ndim, result, a->storage->device, &r));
   lt_scalar none = {0, 0};
   lt_status st = be->binary(op, compute, r, a, b, none, false);
+  if (st == LT_OK) st = ag_record_binary(op, a, b, r);
   if (st != LT_OK) {
     lt_tensor_release(r);
     return st;
@@ -114,6 +135,7 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool i
   lt_tensor *r;
   LT_TRY(lt_empty(a->shape, a->ndim, result, a->storage->device, &r));
   lt_status st = be->binary(op, compute, r, a, NULL, ops_scalar(s), scalar_first);
+  if (st == LT_OK) st = ag_record_binary_scalar(op, a, s, scalar_first, r);
   if (st != LT_OK) {
     lt_tensor_release(r);
     return st;
@@ -123,8 +145,7 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool i
 }
 
 lt_status lt_binary_(lt_binary_op op, lt_tensor *a, const lt_tensor *b) {
-  char name[32];
-  op_name(name, sizeof name, lt_binary_op_name(op), true);
+  const char *name = binary_inplace_name(op);
   LT_TRY(check_tensor_pair(name, a, b));
   int64_t shape[LT_MAX_DIMS];
   int ndim = 0;
@@ -146,15 +167,20 @@ lt_status lt_binary_(lt_binary_op op, lt_tensor *a, const lt_tensor *b) {
   LT_TRY(ops_check_writable(name, a));
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
+  lt_tensor *old = NULL;
+  LT_TRY(ag_inplace_begin(name, a, b, ag_binary_needs_old(op, a, b), &old));
   lt_scalar none = {0, 0};
-  LT_TRY(be->binary(op, compute, a, a, b, none, false));
-  ops_bump_version(a);
-  return LT_OK;
+  lt_status st = be->binary(op, compute, a, a, b, none, false);
+  if (st == LT_OK) {
+    ops_bump_version(a, name);
+    st = ag_record_binary_(op, a, b, old);
+  }
+  if (old) lt_tensor_release(old);
+  return st;
 }
 
 lt_status lt_binary_scalar_(lt_binary_op op, lt_tensor *a, double s, bool is_integer) {
-  char name[32];
-  op_name(name, sizeof name, lt_binary_op_name(op), true);
+  const char *name = binary_inplace_name(op);
   LT_TRY(ops_check_live(name, a));
   ops_result_type rt;
   ops_rt_init(&rt);
@@ -167,9 +193,15 @@ lt_status lt_binary_scalar_(lt_binary_op op, lt_tensor *a, double s, bool is_int
   LT_TRY(ops_check_writable(name, a));
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
-  LT_TRY(be->binary(op, compute, a, a, NULL, ops_scalar(s), false));
-  ops_bump_version(a);
-  return LT_OK;
+  lt_tensor *old = NULL;
+  LT_TRY(ag_inplace_begin(name, a, NULL, ag_binary_needs_old(op, a, NULL), &old));
+  lt_status st = be->binary(op, compute, a, a, NULL, ops_scalar(s), false);
+  if (st == LT_OK) {
+    ops_bump_version(a, name);
+    st = ag_record_binary_scalar_(op, a, s, old);
+  }
+  if (old) lt_tensor_release(old);
+  return st;
 }
 
 /* ---- unary ---- */
@@ -213,6 +245,7 @@ lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out) {
   lt_tensor *r;
   LT_TRY(lt_empty(a->shape, a->ndim, result, a->storage->device, &r));
   lt_status st = be->unary(op, compute, r, a);
+  if (st == LT_OK) st = ag_record_unary(op, a, r);
   if (st != LT_OK) {
     lt_tensor_release(r);
     return st;
@@ -222,8 +255,7 @@ lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out) {
 }
 
 lt_status lt_unary_(lt_unary_op op, lt_tensor *a) {
-  char name[32];
-  op_name(name, sizeof name, lt_unary_op_name(op), true);
+  const char *name = unary_inplace_name(op);
   LT_TRY(ops_check_live(name, a));
   lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
   LT_TRY(unary_types(name, op, a->dtype, &compute, &result));
@@ -231,8 +263,14 @@ lt_status lt_unary_(lt_unary_op op, lt_tensor *a) {
   LT_TRY(ops_check_writable(name, a));
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
+  lt_tensor *old = NULL;
+  LT_TRY(ag_inplace_begin(name, a, NULL, ag_unary_needs_old(op), &old));
   /* logical_not_ writes 0/1 in a's own dtype, computing in it too. */
-  LT_TRY(be->unary(op, op == LT_OP_LOGICAL_NOT ? a->dtype : compute, a, a));
-  ops_bump_version(a);
-  return LT_OK;
+  lt_status st = be->unary(op, op == LT_OP_LOGICAL_NOT ? a->dtype : compute, a, a);
+  if (st == LT_OK) {
+    ops_bump_version(a, name);
+    st = ag_record_unary_(op, a, old);
+  }
+  if (old) lt_tensor_release(old);
+  return st;
 }

@@ -73,6 +73,11 @@ lt_status lt_cat(lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
     }
     at += t->shape[d];
   }
+  lt_status st = ag_record_cat(ts, n, d, r);
+  if (st != LT_OK) {
+    lt_tensor_release(r);
+    return st;
+  }
   *out = r;
   return LT_OK;
 }
@@ -111,6 +116,11 @@ lt_status lt_stack(lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
       lt_tensor_release(r);
       return st;
     }
+  }
+  lt_status st = ag_record_stack(ts, n, d, r);
+  if (st != LT_OK) {
+    lt_tensor_release(r);
+    return st;
   }
   *out = r;
   return LT_OK;

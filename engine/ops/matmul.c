@@ -131,6 +131,7 @@ lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
   }
   if (ac) lt_tensor_release(ac);
   if (bc) lt_tensor_release(bc);
+  if (st == LT_OK) st = ag_record_matmul(a, b, r);
   if (st != LT_OK) {
     if (r) lt_tensor_release(r);
     return st;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "autograd/record.h"
 #include "core/backend.h"
 #include "lt/ops.h"
 
@@ -22,8 +23,19 @@ lt_status ops_backend(const char *op, lt_device dev, const lt_backend **out);
 /* An in-place destination must not have elements sharing memory (an
  * expanded tensor): the result would depend on the order of writes. */
 lt_status ops_check_writable(const char *op, const lt_tensor *t);
-/* Marks an in-place write (autograd compares saved versions). */
-static inline void ops_bump_version(lt_tensor *t) { t->storage->version++; }
+/* Marks an in-place write by op (a static string such as "relu_"): autograd
+ * compares saved versions and names the op in its message.
+ * ops_bump_version(t, "relu_"); the one-argument form (older callers) leaves
+ * the op unnamed. */
+static inline void ops_bump_version_named(lt_tensor *t, const char *op) {
+  t->storage->version++;
+  t->storage->last_inplace_op = op;
+}
+static inline void ops_bump_version_unnamed(lt_tensor *t) { ops_bump_version_named(t, NULL); }
+#define OPS_BUMP_VERSION_PICK(a1, a2, name, ...) name
+#define ops_bump_version(...)                                                         \
+  OPS_BUMP_VERSION_PICK(__VA_ARGS__, ops_bump_version_named, ops_bump_version_unnamed, \
+                        unused)(__VA_ARGS__)
 
 /* ---- type promotion (PyTorch's torch.result_type) ---- */
 

@@ -53,6 +53,7 @@ static lt_status reduce_op(const char *name, lt_reduce_op op, const lt_tensor *t
   lt_tensor *r;
   LT_TRY(lt_empty(shape, ndim, result, t->storage->device, &r));
   lt_status st = be->reduce(op, r, t, reduced);
+  if (st == LT_OK) st = ag_record_reduce(op, t, reduced, keepdim, r);
   if (st != LT_OK) {
     lt_tensor_release(r);
     return st;
@@ -102,12 +103,22 @@ static lt_status index_reduce(const char *name, bool is_max, const lt_tensor *t,
   LT_TRY(ops_backend(name, t->storage->device, &be));
   lt_tensor *v = NULL, *i = NULL;
   lt_status st = LT_OK;
+  /* The gradient of max over a dim goes to the index, so a recorded max
+   * computes the indices even when the caller does not want them. */
+  const bool record = values && ag_will_record(t);
   if (values) st = lt_empty(shape, ndim, t->dtype, t->storage->device, &v);
-  if (st == LT_OK && indices) st = lt_empty(shape, ndim, LT_INT64, t->storage->device, &i);
+  if (st == LT_OK && (indices || (record && !all)))
+    st = lt_empty(shape, ndim, LT_INT64, t->storage->device, &i);
   if (st == LT_OK) st = be->reduce_index(is_max, v, i, t, kernel_dim, index_base);
+  if (st == LT_OK && record)
+    st = all ? ag_record_reduce_all(is_max, t, v)
+             : ag_record_index_reduce(is_max, t, dim, keepdim, index_base, v, i);
+  if (st != LT_OK || !indices) {
+    if (i) lt_tensor_release(i);
+    i = NULL;
+  }
   if (st != LT_OK) {
     if (v) lt_tensor_release(v);
-    if (i) lt_tensor_release(i);
     return st;
   }
   if (values) *values = v;

@@ -26,6 +26,8 @@ typedef struct lt_storage {
   lt_device device;
   lt_block *block; /* the allocator's handle */
   uint64_t version; /* bumped by every in-place write (autograd checks it) */
+  const char *last_inplace_op; /* the op of the latest write ("relu_"), a static
+                                  string, for autograd's messages; NULL if none */
 } lt_storage;
 
 struct lt_autograd_meta; /* engine/autograd: grad_fn, hooks (NULL if none) */
@@ -41,6 +43,9 @@ typedef struct lt_tensor {
   bool requires_grad;
   struct lt_tensor *grad;
   struct lt_autograd_meta *autograd;
+  bool is_view; /* made by a view op over another tensor's storage (not by
+                   lt_alias): autograd refuses in-place writes that it cannot
+                   propagate to the base */
 } lt_tensor;
 
 /* Storage */

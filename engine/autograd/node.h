@@ -1,0 +1,134 @@
+/* Graph nodes of the autograd tape (engine-internal).
+ *
+ * Ownership: a tensor's autograd meta holds one reference to its grad_fn; a
+ * node holds one reference to each input node (edge) and to each leaf tensor
+ * it accumulates into. Saved tensors are aliases (same storage, no autograd
+ * meta), so a node that saves its own output makes no reference cycle. */
+#ifndef LT_AUTOGRAD_NODE_H
+#define LT_AUTOGRAD_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lt/autograd.h"
+#include "lt/ops.h"
+
+#define AG_MAX_SAVED 3
+
+typedef struct ag_node ag_node;
+
+/* Where the gradient of one input goes. Both NULL: the input needs none. */
+typedef struct ag_edge {
+  ag_node *node;   /* the input's grad_fn */
+  int output_nr;   /* which output of node the input is */
+  lt_tensor *leaf; /* a leaf that requires grad: its .grad accumulates */
+} ag_edge;
+
+/* An input as the node saw it: its gradient is reduced (broadcasting),
+ * converted and moved back to this shape, dtype and device. */
+typedef struct ag_input {
+  ag_edge edge;
+  int64_t shape[LT_MAX_DIMS];
+  int ndim;
+  lt_dtype dtype;
+  lt_device device;
+} ag_input;
+
+typedef struct ag_saved {
+  lt_tensor *t;     /* alias of the saved tensor, NULL when unused/released */
+  uint64_t version; /* the storage version the formula expects */
+} ag_saved;
+
+/* The non-tensor arguments a formula needs (which op, dims, numbers). */
+typedef struct ag_params {
+  int op;
+  bool flag[2];
+  double s[2];
+  int64_t i[LT_MAX_DIMS];
+  int ni;
+} ag_params;
+
+/* Computes grad_in[i] (new references, NULL for none) from grad_out (one per
+ * output, borrowed, never NULL). Runs with grad mode off. */
+typedef lt_status (*ag_backward_fn)(ag_node *n, lt_tensor *const *grad_out, lt_tensor **grad_in);
+
+/* Extra state of a node with several outputs or a user-supplied backward. */
+typedef struct ag_custom {
+  lt_custom_backward_fn fn;
+  void *ud;
+  void (*free_ud)(void *);
+  char *name; /* owned copy */
+  int nout;
+  struct {
+    int64_t shape[LT_MAX_DIMS];
+    int ndim;
+    lt_dtype dtype;
+    lt_device device;
+  } *outs;
+} ag_custom;
+
+struct ag_node {
+  int64_t refcount;
+  const char *name;
+  ag_backward_fn backward;
+  uint64_t seq; /* creation order: backward runs later nodes first */
+  ag_params p;
+  ag_saved saved[AG_MAX_SAVED];
+  bool has_saved;      /* something was saved (then a second backward needs retain_graph) */
+  bool saved_released; /* freed by a backward without retain_graph */
+  ag_custom *custom;   /* NULL for built-in nodes */
+  int nout;
+
+  /* State of the backward run in progress (see backward.c). */
+  bool in_run;
+  uint64_t run_id;     /* which run (a custom backward may start another one) */
+  int64_t deps;        /* edges from unfinished nodes of the run */
+  lt_tensor *buffer0;  /* summed gradient of output 0 */
+  lt_tensor **buffers; /* nout summed gradients (&buffer0 when nout is 1) */
+  ag_node *free_next;  /* worklist link while freeing */
+
+  int nin;
+  ag_input inputs[];
+};
+
+struct lt_autograd_meta {
+  ag_node *grad_fn;
+  int output_nr;
+};
+
+/* ---- nodes ---- */
+/* A node with nin inputs (edges unset) and one output; refcount 1 held by the
+ * caller. NULL when out of memory (the error is set). */
+ag_node *ag_node_new(const char *name, ag_backward_fn backward, int nin);
+void ag_node_retain(ag_node *n);
+/* Drops a reference; frees the node (and, iteratively, input nodes that lose
+ * their last reference) at zero. Returns the bytes the freed saved tensors
+ * gave back to the allocator. */
+size_t ag_node_release(ag_node *n);
+/* Sets input i from tensor t (NULL allowed: no gradient): the edge when t
+ * requires grad, and t's geometry. */
+void ag_node_set_input(ag_node *n, int i, const lt_tensor *t);
+/* Does input i take a gradient? */
+static inline bool ag_needs(const ag_node *n, int i) {
+  return n->inputs[i].edge.node != NULL || n->inputs[i].edge.leaf != NULL;
+}
+/* Saves t in slot for backward, at its current storage version: a later
+ * in-place write to t makes that backward fail. */
+lt_status ag_node_save(ag_node *n, int slot, const lt_tensor *t);
+static inline const lt_tensor *ag_saved_tensor(const ag_node *n, int slot) {
+  return n->saved[slot].t;
+}
+/* Frees the saved tensors (and a custom node's user data); returns the bytes
+ * given back. */
+size_t ag_node_release_saved(ag_node *n);
+/* Makes n the grad_fn of t (output output_nr): t becomes a non-leaf that
+ * requires grad; its previous grad_fn, if any, is dropped. */
+lt_status ag_node_attach(ag_node *n, lt_tensor *t, int output_nr);
+
+/* ---- tensors ---- */
+/* Frees t's metadata and drops its grad_fn; returns the bytes given back. */
+size_t ag_meta_free(struct lt_autograd_meta *m);
+/* Grad mode is on and one of the n tensors (NULLs skipped) requires grad. */
+bool ag_any_requires_grad(const lt_tensor *const *ts, int n);
+
+#endif

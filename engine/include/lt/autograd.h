@@ -1,0 +1,69 @@
+/* Reverse-mode automatic differentiation (PyTorch's autograd).
+ *
+ * The tape is built during forward: when grad mode is on and a floating input
+ * of an op requires grad, the op attaches a node to its result (the result's
+ * grad_fn). A node keeps edges to the nodes of its inputs (or to the leaf
+ * tensors whose .grad it accumulates into) and the tensors its backward needs,
+ * each with its storage version at save time: an in-place write to a saved
+ * tensor makes backward fail with a message naming both ops.
+ *
+ * Nodes are refcounted: a tensor holds its grad_fn, a node holds the nodes of
+ * its inputs. Dropping the last tensor of a graph frees the graph; backward
+ * frees the saved tensors unless retain_graph is set. In no_grad mode nothing
+ * is recorded and nothing is saved.
+ *
+ * Only first derivatives are supported (no create_graph): backward formulas
+ * run with grad mode off. */
+#ifndef LT_AUTOGRAD_H
+#define LT_AUTOGRAD_H
+
+#include <stdbool.h>
+
+#include "lt/tensor.h"
+
+/* ---- grad mode (per thread; on by default) ---- */
+bool lt_is_grad_enabled(void);
+/* Sets grad mode; returns the previous value, so that a scope is
+ *   bool prev = lt_set_grad_enabled(false); ...; lt_set_grad_enabled(prev); */
+bool lt_set_grad_enabled(bool enabled);
+
+/* ---- tensors ---- */
+/* Marks a leaf as requiring grad (or not). Only floating dtypes can require
+ * grad; a non-leaf can be set to true (a no-op) but not to false. */
+lt_status lt_requires_grad_(lt_tensor *t, bool requires_grad);
+/* A leaf has no grad_fn: created by the user, or computed without grad. */
+bool lt_is_leaf(const lt_tensor *t);
+/* "MulBackward", ... ; NULL for a leaf. */
+const char *lt_grad_fn_name(const lt_tensor *t);
+
+/* ---- backward ----
+ * Computes the gradient of root with respect to every leaf of its graph that
+ * requires grad and adds it to the leaf's .grad (created on first use with
+ * the storage category "gradient"). grad is d(something)/d(root), of root's
+ * shape; NULL means 1 and needs a one-element root. Gradients of non-leaf
+ * tensors are not kept. Without retain_graph the saved tensors are freed, and
+ * a second backward through the same nodes is an error. */
+lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph);
+
+/* ---- custom functions (lt.autograd.Function) ----
+ * The caller runs the forward itself (with grad mode off) and then ties the
+ * outputs to the inputs with one node. At backward the node calls fn with the
+ * gradient of every output (zeros for an output that received none) and fn
+ * fills grad_inputs[i] with a new reference to the gradient of input i (of
+ * input i's shape, or broadcastable to it) or leaves it NULL. fn must return
+ * a status, never jump out (a Lua binding calls Lua through lua_pcall). It
+ * runs with grad mode off.
+ *
+ * ud belongs to the node: free_ud(ud) runs when the node's saved state is
+ * released (after a backward without retain_graph, or when the graph is
+ * freed), or at once when nothing is recorded (no input requires grad, or
+ * grad mode is off). ud must not hold references to the outputs (that would
+ * be a cycle that keeps the graph alive). Outputs of a floating dtype are
+ * marked as requiring grad; an output may not be one of the inputs. */
+typedef lt_status (*lt_custom_backward_fn)(void *ud, lt_tensor *const *grad_outputs, int nout,
+                                           lt_tensor **grad_inputs, int nin);
+lt_status lt_autograd_custom(lt_tensor **outputs, int nout, lt_tensor *const *inputs, int nin,
+                             const char *name, lt_custom_backward_fn fn, void *ud,
+                             void (*free_ud)(void *));
+
+#endif
