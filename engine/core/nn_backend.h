@@ -1,0 +1,112 @@
+/* The nn kernel table: convolution, pooling, normalisation, activations and
+ * losses of one device type, with the same shape for cpu/ and cuda/ (kept
+ * apart from core/backend.h so the two tables grow independently). ops/nn_*.c
+ * validate, convert 16-bit floats to float32, make operands contiguous and
+ * allocate results; the kernels then see only live, contiguous float32 or
+ * float64 tensors of one dtype (index tensors int64, masks bool) with the
+ * shapes documented here, and never validate. Gradient outputs that are not
+ * needed are NULL. */
+#ifndef LT_CORE_NN_BACKEND_H
+#define LT_CORE_NN_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lt/nn.h"
+
+/* A contiguous tensor seen as [outer, size, inner] around one dim. */
+typedef struct lt_nn_dim_geom {
+  int64_t outer, size, inner;
+} lt_nn_dim_geom;
+
+typedef struct lt_nn_backend {
+  const char *name;
+
+  /* out [M, O] = x [M, K] w[O, K]^T + b [O] (b may be NULL). */
+  lt_status (*linear)(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
+                      const lt_tensor *b);
+  /* gx [M, K], gw [O, K], gb [O] from go [M, O]. */
+  lt_status (*linear_backward)(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go,
+                               const lt_tensor *x, const lt_tensor *w);
+
+  /* out [N, O, Ho, Wo] from x [N, C, H, W], w [O, C/g, kh, kw], b [O] or NULL. */
+  lt_status (*conv2d)(lt_tensor *out, const lt_tensor *x, const lt_tensor *w, const lt_tensor *b,
+                      const lt_conv2d_opts *o);
+  lt_status (*conv2d_backward)(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go,
+                               const lt_tensor *x, const lt_tensor *w, const lt_conv2d_opts *o);
+
+  /* Planes: x [P, H, W] -> out, indices [P, Ho, Wo]; stride and dilation
+   * already resolved (non-zero). */
+  lt_status (*max_pool2d)(lt_tensor *out, lt_tensor *indices, const lt_tensor *x,
+                          const lt_pool2d_opts *o);
+  /* gx [P, H, W] (the kernel zeroes it) from go and indices [P, Ho, Wo]. */
+  lt_status (*max_pool2d_backward)(lt_tensor *gx, const lt_tensor *go, const lt_tensor *indices);
+  lt_status (*avg_pool2d)(lt_tensor *out, const lt_tensor *x, const lt_pool2d_opts *o);
+  lt_status (*avg_pool2d_backward)(lt_tensor *gx, const lt_tensor *go, const lt_pool2d_opts *o);
+
+  /* x [N, C, S]; running stats, weight, bias [C] or NULL; save_* [C]. */
+  lt_status (*batch_norm)(lt_tensor *out, lt_tensor *save_mean, lt_tensor *save_invstd,
+                          const lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
+                          const lt_tensor *w, const lt_tensor *b, bool training,
+                          double momentum, double eps);
+  lt_status (*batch_norm_backward)(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
+                                   const lt_tensor *go, const lt_tensor *x, const lt_tensor *w,
+                                   const lt_tensor *mean, const lt_tensor *invstd, bool training);
+
+  /* x [M, D]; w, b [D] or NULL; mean, rstd [M]. */
+  lt_status (*layer_norm)(lt_tensor *out, lt_tensor *mean, lt_tensor *rstd, const lt_tensor *x,
+                          const lt_tensor *w, const lt_tensor *b, double eps);
+  lt_status (*layer_norm_backward)(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
+                                   const lt_tensor *go, const lt_tensor *x,
+                                   const lt_tensor *mean, const lt_tensor *rstd,
+                                   const lt_tensor *w);
+
+  /* Elementwise over same-shaped tensors. */
+  lt_status (*gelu)(lt_tensor *out, const lt_tensor *x, lt_gelu_approx approx);
+  lt_status (*gelu_backward)(lt_tensor *gx, const lt_tensor *go, const lt_tensor *x,
+                             lt_gelu_approx approx);
+  /* out = x * mask * scale, mask bool. */
+  lt_status (*masked_scale)(lt_tensor *out, const lt_tensor *x, const lt_tensor *mask,
+                            double scale);
+
+  /* (log_)softmax along the middle dim of g. */
+  lt_status (*softmax)(lt_tensor *out, const lt_tensor *x, lt_nn_dim_geom g, bool log);
+  lt_status (*softmax_backward)(lt_tensor *gx, const lt_tensor *go, const lt_tensor *y,
+                                lt_nn_dim_geom g, bool log);
+
+  /* Class losses over logits [N, C, inner] and targets [N, inner] already
+   * checked to be ignore_index or in range. loss: [N, inner] for reduction
+   * none, else 0-dim. lse [N, inner]. */
+  lt_status (*cross_entropy)(lt_tensor *loss, lt_tensor *lse, const lt_tensor *logits,
+                             const lt_tensor *target, const lt_tensor *weight,
+                             const lt_class_loss_opts *o);
+  /* gl: [N, inner] for reduction none, else 0-dim. */
+  lt_status (*cross_entropy_backward)(lt_tensor *glogits, const lt_tensor *gl,
+                                      const lt_tensor *logits, const lt_tensor *target,
+                                      const lt_tensor *weight, const lt_tensor *lse,
+                                      const lt_class_loss_opts *o);
+  lt_status (*nll_loss)(lt_tensor *loss, const lt_tensor *lp, const lt_tensor *target,
+                        const lt_tensor *weight, const lt_class_loss_opts *o);
+  lt_status (*nll_loss_backward)(lt_tensor *glp, const lt_tensor *gl, const lt_tensor *target,
+                                 const lt_tensor *weight, const lt_class_loss_opts *o);
+  /* a, b same shape; loss as for the class losses; ga = d loss / d a. */
+  lt_status (*mse_loss)(lt_tensor *loss, const lt_tensor *a, const lt_tensor *b,
+                        lt_reduction reduction);
+  lt_status (*mse_loss_backward)(lt_tensor *ga, const lt_tensor *gl, const lt_tensor *a,
+                                 const lt_tensor *b, lt_reduction reduction);
+
+  /* out [M, d] = weight[indices - base]; indices [M] already in range. */
+  lt_status (*embedding)(lt_tensor *out, const lt_tensor *weight, const lt_tensor *indices,
+                         int64_t index_base);
+  /* gw [n, d] (the kernel zeroes it); padding_row 0-based or -1. */
+  lt_status (*embedding_backward)(lt_tensor *gw, const lt_tensor *go, const lt_tensor *indices,
+                                  int64_t index_base, int64_t padding_row);
+} lt_nn_backend;
+
+/* The nn kernels for dev's type, or NULL when it has none. */
+const lt_nn_backend *lt_nn_backend_for(lt_device dev);
+void lt_nn_backend_register(lt_device_type type, const lt_nn_backend *backend);
+
+extern const lt_nn_backend lt_cpu_nn_backend;
+
+#endif

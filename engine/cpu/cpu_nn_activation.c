@@ -1,0 +1,101 @@
+/* Elementwise nn kernels: GELU (Hendrycks and Gimpel 2016; exact erf form
+ * and the tanh approximation) with its derivative, and the masked scaling
+ * of dropout. Contiguous operands, split in chunks over the thread pool. */
+#include <math.h>
+
+#include "cpu/cpu_nn.h"
+#include "lt/threads.h"
+
+typedef struct act_job {
+  const void *x, *go;
+  const uint8_t *mask;
+  void *out;
+  lt_gelu_approx approx;
+  double scale;
+  bool f64;
+} act_job;
+
+static const double SQRT_2_OVER_PI = 0.79788456080286535588; /* sqrt(2 / pi) */
+static const double INV_SQRT_2PI = 0.39894228040143267794;   /* 1 / sqrt(2 pi) */
+static const double GELU_KAPPA = 0.044715;
+static const double SQRT_HALF = 0.70710678118654752440; /* 1 / sqrt(2) */
+
+static double gelu_value(double x, lt_gelu_approx approx) {
+  if (approx == LT_GELU_TANH) {
+    const double inner = SQRT_2_OVER_PI * (x + GELU_KAPPA * x * x * x);
+    return 0.5 * x * (1.0 + tanh(inner));
+  }
+  return 0.5 * x * (1.0 + erf(x * SQRT_HALF));
+}
+
+static double gelu_derivative(double x, lt_gelu_approx approx) {
+  if (approx == LT_GELU_TANH) {
+    const double inner = SQRT_2_OVER_PI * (x + GELU_KAPPA * x * x * x);
+    const double t = tanh(inner);
+    return 0.5 * (1.0 + t) +
+           0.5 * x * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_KAPPA * x * x);
+  }
+  /* d/dx x Phi(x) = Phi(x) + x phi(x) */
+  return 0.5 * (1.0 + erf(x * SQRT_HALF)) + x * INV_SQRT_2PI * exp(-0.5 * x * x);
+}
+
+NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, bool f64) {
+  for (int64_t i = i0; i < i1; i++) nn_st(j->out, i, f64, gelu_value(nn_ld(j->x, i, f64), j->approx));
+}
+
+static void gelu_range(void *ctx, int64_t i0, int64_t i1) {
+  const act_job *j = ctx;
+  if (j->f64)
+    gelu_impl(j, i0, i1, true);
+  else
+    gelu_impl(j, i0, i1, false);
+}
+
+lt_status cpu_nn_gelu(lt_tensor *out, const lt_tensor *x, lt_gelu_approx approx) {
+  act_job j = {.x = lt_data(x), .out = lt_data(out), .approx = approx, .f64 = nn_is_f64(x)};
+  lt_parallel_for(lt_numel(x), NN_GRAIN / 8, gelu_range, &j);
+  return LT_OK;
+}
+
+NN_INLINE void gelu_backward_impl(const act_job *j, int64_t i0, int64_t i1, bool f64) {
+  for (int64_t i = i0; i < i1; i++)
+    nn_st(j->out, i, f64,
+          nn_ld(j->go, i, f64) * gelu_derivative(nn_ld(j->x, i, f64), j->approx));
+}
+
+static void gelu_backward_range(void *ctx, int64_t i0, int64_t i1) {
+  const act_job *j = ctx;
+  if (j->f64)
+    gelu_backward_impl(j, i0, i1, true);
+  else
+    gelu_backward_impl(j, i0, i1, false);
+}
+
+lt_status cpu_nn_gelu_backward(lt_tensor *gx, const lt_tensor *go, const lt_tensor *x,
+                               lt_gelu_approx approx) {
+  act_job j = {.x = lt_data(x), .go = lt_data(go), .out = lt_data(gx), .approx = approx,
+               .f64 = nn_is_f64(x)};
+  lt_parallel_for(lt_numel(x), NN_GRAIN / 8, gelu_backward_range, &j);
+  return LT_OK;
+}
+
+NN_INLINE void masked_scale_impl(const act_job *j, int64_t i0, int64_t i1, bool f64) {
+  for (int64_t i = i0; i < i1; i++)
+    nn_st(j->out, i, f64, j->mask[i] ? nn_ld(j->x, i, f64) * j->scale : 0.0);
+}
+
+static void masked_scale_range(void *ctx, int64_t i0, int64_t i1) {
+  const act_job *j = ctx;
+  if (j->f64)
+    masked_scale_impl(j, i0, i1, true);
+  else
+    masked_scale_impl(j, i0, i1, false);
+}
+
+lt_status cpu_nn_masked_scale(lt_tensor *out, const lt_tensor *x, const lt_tensor *mask,
+                              double scale) {
+  act_job j = {.x = lt_data(x), .mask = lt_data(mask), .out = lt_data(out), .scale = scale,
+               .f64 = nn_is_f64(x)};
+  lt_parallel_for(lt_numel(x), NN_GRAIN, masked_scale_range, &j);
+  return LT_OK;
+}

@@ -1,0 +1,158 @@
+/* batch_norm over x [N, C, S] (Ioffe and Szegedy 2015), one channel per
+ * task: a channel's statistics, its running-stat update and its normalised
+ * output are computed together while the channel is in cache. Statistics
+ * are two-pass (mean, then the mean of squared deviations) in double, which
+ * avoids the cancellation of E[x^2] - E[x]^2. */
+#include <math.h>
+
+#include "cpu/cpu_nn.h"
+#include "lt/threads.h"
+
+typedef struct bn_job {
+  const void *x, *go, *w, *b;
+  void *out, *gx, *gw, *gb, *mean, *invstd, *rm, *rv;
+  int64_t n, c, s;
+  bool training, f64;
+  double momentum, eps;
+} bn_job;
+
+static int64_t channel_grain(const bn_job *j) {
+  const int64_t per_channel = j->n * j->s;
+  return NN_GRAIN / (per_channel > 0 ? per_channel : 1) + 1;
+}
+
+NN_INLINE void bn_forward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64) {
+  const int64_t count = j->n * j->s;
+  for (int64_t c = c0; c < c1; c++) {
+    double mean, invstd;
+    if (j->training) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < j->n; i++)
+        for (int64_t p = 0; p < j->s; p++) sum += nn_ld(j->x, (i * j->c + c) * j->s + p, f64);
+      mean = sum / (double)count;
+      double sq = 0.0;
+      for (int64_t i = 0; i < j->n; i++)
+        for (int64_t p = 0; p < j->s; p++) {
+          const double d = nn_ld(j->x, (i * j->c + c) * j->s + p, f64) - mean;
+          sq += d * d;
+        }
+      const double var = sq / (double)count;
+      invstd = 1.0 / sqrt(var + j->eps);
+      if (j->rm) {
+        const double m = j->momentum;
+        nn_st(j->rm, c, f64, (1.0 - m) * nn_ld(j->rm, c, f64) + m * mean);
+      }
+      if (j->rv) { /* the running variance is the unbiased one */
+        const double m = j->momentum, unbiased = sq / (double)(count - 1);
+        nn_st(j->rv, c, f64, (1.0 - m) * nn_ld(j->rv, c, f64) + m * unbiased);
+      }
+    } else {
+      mean = nn_ld(j->rm, c, f64);
+      invstd = 1.0 / sqrt(nn_ld(j->rv, c, f64) + j->eps);
+    }
+    nn_st(j->mean, c, f64, mean);
+    nn_st(j->invstd, c, f64, invstd);
+    /* y = x * scale + shift with scale = w invstd, shift = b - mean scale. */
+    const double w = j->w ? nn_ld(j->w, c, f64) : 1.0, b = j->b ? nn_ld(j->b, c, f64) : 0.0;
+    const double scale = w * invstd, shift = b - mean * scale;
+    for (int64_t i = 0; i < j->n; i++) {
+      const int64_t base = (i * j->c + c) * j->s;
+      for (int64_t p = 0; p < j->s; p++)
+        nn_st(j->out, base + p, f64, nn_ld(j->x, base + p, f64) * scale + shift);
+    }
+  }
+}
+
+static void bn_forward_range(void *ctx, int64_t c0, int64_t c1) {
+  const bn_job *j = ctx;
+  if (j->f64)
+    bn_forward_impl(j, c0, c1, true);
+  else
+    bn_forward_impl(j, c0, c1, false);
+}
+
+lt_status cpu_nn_batch_norm(lt_tensor *out, lt_tensor *save_mean, lt_tensor *save_invstd,
+                            const lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
+                            const lt_tensor *w, const lt_tensor *b, bool training,
+                            double momentum, double eps) {
+  bn_job j = {.x = lt_data(x),
+              .w = w ? lt_data(w) : NULL,
+              .b = b ? lt_data(b) : NULL,
+              .out = lt_data(out),
+              .mean = lt_data(save_mean),
+              .invstd = lt_data(save_invstd),
+              .rm = running_mean ? lt_data(running_mean) : NULL,
+              .rv = running_var ? lt_data(running_var) : NULL,
+              .n = x->shape[0],
+              .c = x->shape[1],
+              .s = x->shape[2],
+              .training = training,
+              .f64 = nn_is_f64(x),
+              .momentum = momentum,
+              .eps = eps};
+  lt_parallel_for(j.c, channel_grain(&j), bn_forward_range, &j);
+  return LT_OK;
+}
+
+/* Training: y depends on x also through the batch statistics, so
+ *   gx = w invstd (go - mean(go) - xhat mean(go xhat));
+ * eval: the statistics are constants and gx = w invstd go. */
+NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64) {
+  const double count = (double)(j->n * j->s);
+  for (int64_t c = c0; c < c1; c++) {
+    const double mean = nn_ld(j->mean, c, f64), invstd = nn_ld(j->invstd, c, f64);
+    const double w = j->w ? nn_ld(j->w, c, f64) : 1.0;
+    double sum_go = 0.0, sum_go_xhat = 0.0;
+    for (int64_t i = 0; i < j->n; i++) {
+      const int64_t base = (i * j->c + c) * j->s;
+      for (int64_t p = 0; p < j->s; p++) {
+        const double g = nn_ld(j->go, base + p, f64);
+        sum_go += g;
+        sum_go_xhat += g * (nn_ld(j->x, base + p, f64) - mean);
+      }
+    }
+    sum_go_xhat *= invstd;
+    if (j->gw) nn_st(j->gw, c, f64, sum_go_xhat);
+    if (j->gb) nn_st(j->gb, c, f64, sum_go);
+    if (!j->gx) continue;
+    const double k = w * invstd;
+    const double mean_go = j->training ? sum_go / count : 0.0;
+    const double proj = j->training ? sum_go_xhat / count : 0.0;
+    for (int64_t i = 0; i < j->n; i++) {
+      const int64_t base = (i * j->c + c) * j->s;
+      for (int64_t p = 0; p < j->s; p++) {
+        const double xhat = (nn_ld(j->x, base + p, f64) - mean) * invstd;
+        nn_st(j->gx, base + p, f64, k * (nn_ld(j->go, base + p, f64) - mean_go - xhat * proj));
+      }
+    }
+  }
+}
+
+static void bn_backward_range(void *ctx, int64_t c0, int64_t c1) {
+  const bn_job *j = ctx;
+  if (j->f64)
+    bn_backward_impl(j, c0, c1, true);
+  else
+    bn_backward_impl(j, c0, c1, false);
+}
+
+lt_status cpu_nn_batch_norm_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
+                                     const lt_tensor *go, const lt_tensor *x, const lt_tensor *w,
+                                     const lt_tensor *mean, const lt_tensor *invstd,
+                                     bool training) {
+  bn_job j = {.x = lt_data(x),
+              .go = lt_data(go),
+              .w = w ? lt_data(w) : NULL,
+              .gx = gx ? lt_data(gx) : NULL,
+              .gw = gw ? lt_data(gw) : NULL,
+              .gb = gb ? lt_data(gb) : NULL,
+              .mean = (void *)lt_data(mean),
+              .invstd = (void *)lt_data(invstd),
+              .n = x->shape[0],
+              .c = x->shape[1],
+              .s = x->shape[2],
+              .training = training,
+              .f64 = nn_is_f64(x)};
+  lt_parallel_for(j.c, channel_grain(&j), bn_backward_range, &j);
+  return LT_OK;
+}

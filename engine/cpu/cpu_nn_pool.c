@@ -1,0 +1,202 @@
+/* max_pool2d and avg_pool2d over independent planes [P, H, W], split by
+ * planes over the thread pool. Windows are clipped to the input up front
+ * (padding never holds a value: max skips it, avg counts it in the divisor
+ * only when count_include_pad). Backward is per plane too, so gradients of
+ * overlapping windows are added in a fixed order. */
+#include <math.h>
+
+#include "cpu/cpu_nn.h"
+#include "lt/threads.h"
+
+typedef struct pool_job {
+  const lt_pool2d_opts *o;
+  const void *x, *go;
+  void *out, *gx;
+  int64_t *indices;
+  const int64_t *gindices;
+  int64_t h, w, out_h, out_w;
+  bool f64;
+} pool_job;
+
+static int64_t plane_grain(int64_t plane_elems) {
+  return NN_GRAIN / (plane_elems > 0 ? plane_elems : 1) + 1;
+}
+
+/* ---- max ---- */
+
+NN_INLINE void max_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
+  const lt_pool2d_opts *o = j->o;
+  const int64_t hw = j->h * j->w, ohw = j->out_h * j->out_w;
+  for (int64_t p = p0; p < p1; p++) {
+    const int64_t in0 = p * hw;
+    for (int64_t oh = 0; oh < j->out_h; oh++) {
+      int64_t hs = oh * o->stride[0] - o->padding[0];
+      const int64_t he = hs + (o->kernel[0] - 1) * o->dilation[0] + 1;
+      while (hs < 0) hs += o->dilation[0];
+      for (int64_t ow = 0; ow < j->out_w; ow++) {
+        int64_t ws = ow * o->stride[1] - o->padding[1];
+        const int64_t we = ws + (o->kernel[1] - 1) * o->dilation[1] + 1;
+        while (ws < 0) ws += o->dilation[1];
+        /* As PyTorch: start at the first tap inside the input with -inf;
+         * a larger value or a NaN takes over (so the first maximum, or the
+         * last NaN, wins). The selects are written so the compiler can use
+         * conditional moves: on real data the comparison is a coin flip
+         * that a branch predictor keeps losing. */
+        int64_t best_at = hs * j->w + ws, nan_at = -1;
+        double best = -INFINITY;
+        for (int64_t ih = hs; ih < he && ih < j->h; ih += o->dilation[0])
+          for (int64_t iw = ws; iw < we && iw < j->w; iw += o->dilation[1]) {
+            const int64_t pos = ih * j->w + iw;
+            const double v = nn_ld(j->x, in0 + pos, f64);
+            const bool greater = v > best;
+            best_at = greater ? pos : best_at;
+            best = greater ? v : best;
+            nan_at = v != v ? pos : nan_at;
+          }
+        if (nan_at >= 0) best_at = nan_at, best = NAN;
+        const int64_t at = p * ohw + oh * j->out_w + ow;
+        nn_st(j->out, at, f64, best);
+        j->indices[at] = best_at;
+      }
+    }
+  }
+}
+
+static void max_range(void *ctx, int64_t p0, int64_t p1) {
+  const pool_job *j = ctx;
+  if (j->f64)
+    max_impl(j, p0, p1, true);
+  else
+    max_impl(j, p0, p1, false);
+}
+
+lt_status cpu_nn_max_pool2d(lt_tensor *out, lt_tensor *indices, const lt_tensor *x,
+                            const lt_pool2d_opts *o) {
+  pool_job j = {.o = o, .x = lt_data(x), .out = lt_data(out), .indices = lt_data(indices),
+                .h = x->shape[1], .w = x->shape[2], .out_h = out->shape[1],
+                .out_w = out->shape[2], .f64 = nn_is_f64(x)};
+  lt_parallel_for(x->shape[0], plane_grain(j.h * j.w), max_range, &j);
+  return LT_OK;
+}
+
+NN_INLINE void max_backward_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
+  const int64_t hw = j->h * j->w, ohw = j->out_h * j->out_w;
+  for (int64_t p = p0; p < p1; p++) {
+    for (int64_t e = 0; e < hw; e++) nn_st(j->gx, p * hw + e, f64, 0.0);
+    for (int64_t e = 0; e < ohw; e++) {
+      const int64_t at = p * hw + j->gindices[p * ohw + e];
+      nn_st(j->gx, at, f64, nn_ld(j->gx, at, f64) + nn_ld(j->go, p * ohw + e, f64));
+    }
+  }
+}
+
+static void max_backward_range(void *ctx, int64_t p0, int64_t p1) {
+  const pool_job *j = ctx;
+  if (j->f64)
+    max_backward_impl(j, p0, p1, true);
+  else
+    max_backward_impl(j, p0, p1, false);
+}
+
+lt_status cpu_nn_max_pool2d_backward(lt_tensor *gx, const lt_tensor *go,
+                                     const lt_tensor *indices) {
+  pool_job j = {.go = lt_data(go), .gx = lt_data(gx), .gindices = lt_data(indices),
+                .h = gx->shape[1], .w = gx->shape[2], .out_h = go->shape[1],
+                .out_w = go->shape[2], .f64 = nn_is_f64(gx)};
+  lt_parallel_for(gx->shape[0], plane_grain(j.h * j.w), max_backward_range, &j);
+  return LT_OK;
+}
+
+/* ---- average ---- */
+
+/* The window of output (oh, ow) clipped to the input, and its divisor. */
+typedef struct avg_window {
+  int64_t h0, h1, w0, w1;
+  double divisor;
+} avg_window;
+
+static avg_window avg_window_at(const pool_job *j, int64_t oh, int64_t ow) {
+  const lt_pool2d_opts *o = j->o;
+  avg_window a;
+  a.h0 = oh * o->stride[0] - o->padding[0];
+  a.w0 = ow * o->stride[1] - o->padding[1];
+  /* The window may reach into the right/bottom padding, not past it. */
+  a.h1 = a.h0 + o->kernel[0] < j->h + o->padding[0] ? a.h0 + o->kernel[0] : j->h + o->padding[0];
+  a.w1 = a.w0 + o->kernel[1] < j->w + o->padding[1] ? a.w0 + o->kernel[1] : j->w + o->padding[1];
+  const int64_t padded_count = (a.h1 - a.h0) * (a.w1 - a.w0);
+  if (a.h0 < 0) a.h0 = 0;
+  if (a.w0 < 0) a.w0 = 0;
+  if (a.h1 > j->h) a.h1 = j->h;
+  if (a.w1 > j->w) a.w1 = j->w;
+  if (o->divisor_override)
+    a.divisor = (double)o->divisor_override;
+  else if (o->count_include_pad)
+    a.divisor = (double)padded_count;
+  else
+    a.divisor = (double)((a.h1 - a.h0) * (a.w1 - a.w0));
+  return a;
+}
+
+NN_INLINE void avg_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
+  const int64_t hw = j->h * j->w, ohw = j->out_h * j->out_w;
+  for (int64_t p = p0; p < p1; p++)
+    for (int64_t oh = 0; oh < j->out_h; oh++)
+      for (int64_t ow = 0; ow < j->out_w; ow++) {
+        const avg_window a = avg_window_at(j, oh, ow);
+        double sum = 0.0;
+        for (int64_t ih = a.h0; ih < a.h1; ih++)
+          for (int64_t iw = a.w0; iw < a.w1; iw++) sum += nn_ld(j->x, p * hw + ih * j->w + iw, f64);
+        const bool empty = a.h0 >= a.h1 || a.w0 >= a.w1;
+        nn_st(j->out, p * ohw + oh * j->out_w + ow, f64, empty ? 0.0 : sum / a.divisor);
+      }
+}
+
+static void avg_range(void *ctx, int64_t p0, int64_t p1) {
+  const pool_job *j = ctx;
+  if (j->f64)
+    avg_impl(j, p0, p1, true);
+  else
+    avg_impl(j, p0, p1, false);
+}
+
+lt_status cpu_nn_avg_pool2d(lt_tensor *out, const lt_tensor *x, const lt_pool2d_opts *o) {
+  pool_job j = {.o = o, .x = lt_data(x), .out = lt_data(out), .h = x->shape[1],
+                .w = x->shape[2], .out_h = out->shape[1], .out_w = out->shape[2],
+                .f64 = nn_is_f64(x)};
+  lt_parallel_for(x->shape[0], plane_grain(j.h * j.w), avg_range, &j);
+  return LT_OK;
+}
+
+NN_INLINE void avg_backward_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
+  const int64_t hw = j->h * j->w, ohw = j->out_h * j->out_w;
+  for (int64_t p = p0; p < p1; p++) {
+    for (int64_t e = 0; e < hw; e++) nn_st(j->gx, p * hw + e, f64, 0.0);
+    for (int64_t oh = 0; oh < j->out_h; oh++)
+      for (int64_t ow = 0; ow < j->out_w; ow++) {
+        const avg_window a = avg_window_at(j, oh, ow);
+        const double g = nn_ld(j->go, p * ohw + oh * j->out_w + ow, f64) / a.divisor;
+        for (int64_t ih = a.h0; ih < a.h1; ih++)
+          for (int64_t iw = a.w0; iw < a.w1; iw++) {
+            const int64_t at = p * hw + ih * j->w + iw;
+            nn_st(j->gx, at, f64, nn_ld(j->gx, at, f64) + g);
+          }
+      }
+  }
+}
+
+static void avg_backward_range(void *ctx, int64_t p0, int64_t p1) {
+  const pool_job *j = ctx;
+  if (j->f64)
+    avg_backward_impl(j, p0, p1, true);
+  else
+    avg_backward_impl(j, p0, p1, false);
+}
+
+lt_status cpu_nn_avg_pool2d_backward(lt_tensor *gx, const lt_tensor *go,
+                                     const lt_pool2d_opts *o) {
+  pool_job j = {.o = o, .go = lt_data(go), .gx = lt_data(gx), .h = gx->shape[1],
+                .w = gx->shape[2], .out_h = go->shape[1], .out_w = go->shape[2],
+                .f64 = nn_is_f64(gx)};
+  lt_parallel_for(gx->shape[0], plane_grain(j.h * j.w), avg_backward_range, &j);
+  return LT_OK;
+}

@@ -1,0 +1,129 @@
+/* softmax and log_softmax along the middle dim of [outer, size, inner],
+ * numerically stable: the maximum is subtracted before exponentiating
+ * (exp(x - max) <= 1 never overflows) and sums are kept in double. Work is
+ * split over (outer, block of inner) pairs; each block walks the reduced dim
+ * with unit-stride rows of up to SOFTMAX_BLOCK elements. */
+#include <math.h>
+
+#include "cpu/cpu_nn.h"
+#include "lt/threads.h"
+
+#define SOFTMAX_BLOCK 64
+
+typedef struct softmax_job {
+  const void *x, *go, *y;
+  void *out;
+  lt_nn_dim_geom g;
+  int64_t blocks_per_outer;
+  bool log, f64;
+} softmax_job;
+
+/* The elements [i0, i1) of inner in outer slice o start at base; element
+ * (k, i) is at base + k * inner + i. */
+static void block_bounds(const softmax_job *j, int64_t task, int64_t *base, int64_t *i0,
+                         int64_t *i1) {
+  const int64_t o = task / j->blocks_per_outer, blk = task % j->blocks_per_outer;
+  *base = o * j->g.size * j->g.inner;
+  *i0 = blk * SOFTMAX_BLOCK;
+  *i1 = *i0 + SOFTMAX_BLOCK < j->g.inner ? *i0 + SOFTMAX_BLOCK : j->g.inner;
+}
+
+NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, bool f64) {
+  const int64_t size = j->g.size, inner = j->g.inner;
+  for (int64_t t = t0; t < t1; t++) {
+    int64_t base, i0, i1;
+    block_bounds(j, t, &base, &i0, &i1);
+    double max[SOFTMAX_BLOCK], sum[SOFTMAX_BLOCK];
+    for (int64_t i = i0; i < i1; i++) max[i - i0] = -INFINITY, sum[i - i0] = 0.0;
+    for (int64_t k = 0; k < size; k++)
+      for (int64_t i = i0; i < i1; i++) {
+        const double v = nn_ld(j->x, base + k * inner + i, f64);
+        /* NaN propagates: it becomes the maximum and poisons the row. */
+        if (v > max[i - i0] || isnan(v)) max[i - i0] = v;
+      }
+    for (int64_t k = 0; k < size; k++)
+      for (int64_t i = i0; i < i1; i++) {
+        const int64_t at = base + k * inner + i;
+        const double e = exp(nn_ld(j->x, at, f64) - max[i - i0]);
+        sum[i - i0] += e;
+        if (!j->log) nn_st(j->out, at, f64, e);
+      }
+    for (int64_t i = i0; i < i1; i++) {
+      /* A row of -inf has max -inf: PyTorch gives NaN there, as does x - max. */
+      if (j->log)
+        sum[i - i0] = max[i - i0] + log(sum[i - i0]);
+      else
+        sum[i - i0] = 1.0 / sum[i - i0];
+    }
+    for (int64_t k = 0; k < size; k++)
+      for (int64_t i = i0; i < i1; i++) {
+        const int64_t at = base + k * inner + i;
+        if (j->log)
+          nn_st(j->out, at, f64, nn_ld(j->x, at, f64) - sum[i - i0]);
+        else
+          nn_st(j->out, at, f64, nn_ld(j->out, at, f64) * sum[i - i0]);
+      }
+  }
+}
+
+static void softmax_range(void *ctx, int64_t t0, int64_t t1) {
+  const softmax_job *j = ctx;
+  if (j->f64)
+    softmax_impl(j, t0, t1, true);
+  else
+    softmax_impl(j, t0, t1, false);
+}
+
+static void run(softmax_job *j, lt_range_fn fn) {
+  j->blocks_per_outer = (j->g.inner + SOFTMAX_BLOCK - 1) / SOFTMAX_BLOCK;
+  const int64_t tasks = j->g.outer * j->blocks_per_outer;
+  const int64_t per_task = j->g.size * (j->g.inner < SOFTMAX_BLOCK ? j->g.inner : SOFTMAX_BLOCK);
+  if (tasks > 0 && j->g.size > 0)
+    lt_parallel_for(tasks, NN_GRAIN / (per_task > 0 ? per_task : 1) + 1, fn, j);
+}
+
+lt_status cpu_nn_softmax(lt_tensor *out, const lt_tensor *x, lt_nn_dim_geom g, bool log) {
+  softmax_job j = {.x = lt_data(x), .out = lt_data(out), .g = g, .log = log, .f64 = nn_is_f64(x)};
+  run(&j, softmax_range);
+  return LT_OK;
+}
+
+/* softmax:     gx = y (go - sum(go y))
+ * log_softmax: gx = go - exp(y) sum(go) */
+NN_INLINE void softmax_backward_impl(const softmax_job *j, int64_t t0, int64_t t1, bool f64) {
+  const int64_t size = j->g.size, inner = j->g.inner;
+  for (int64_t t = t0; t < t1; t++) {
+    int64_t base, i0, i1;
+    block_bounds(j, t, &base, &i0, &i1);
+    double dot[SOFTMAX_BLOCK];
+    for (int64_t i = i0; i < i1; i++) dot[i - i0] = 0.0;
+    for (int64_t k = 0; k < size; k++)
+      for (int64_t i = i0; i < i1; i++) {
+        const int64_t at = base + k * inner + i;
+        const double go = nn_ld(j->go, at, f64);
+        dot[i - i0] += j->log ? go : go * nn_ld(j->y, at, f64);
+      }
+    for (int64_t k = 0; k < size; k++)
+      for (int64_t i = i0; i < i1; i++) {
+        const int64_t at = base + k * inner + i;
+        const double go = nn_ld(j->go, at, f64), y = nn_ld(j->y, at, f64);
+        nn_st(j->out, at, f64, j->log ? go - exp(y) * dot[i - i0] : y * (go - dot[i - i0]));
+      }
+  }
+}
+
+static void softmax_backward_range(void *ctx, int64_t t0, int64_t t1) {
+  const softmax_job *j = ctx;
+  if (j->f64)
+    softmax_backward_impl(j, t0, t1, true);
+  else
+    softmax_backward_impl(j, t0, t1, false);
+}
+
+lt_status cpu_nn_softmax_backward(lt_tensor *gx, const lt_tensor *go, const lt_tensor *y,
+                                  lt_nn_dim_geom g, bool log) {
+  softmax_job j = {.go = lt_data(go), .y = lt_data(y), .out = lt_data(gx), .g = g, .log = log,
+                   .f64 = nn_is_f64(y)};
+  run(&j, softmax_backward_range);
+  return LT_OK;
+}

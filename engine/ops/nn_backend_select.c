@@ -1,0 +1,14 @@
+/* Which nn kernel table serves a device: the CPU's is built in, others are
+ * registered by their backend when it starts. */
+#include "core/nn_backend.h"
+
+static const lt_nn_backend *registered[2] = {&lt_cpu_nn_backend, NULL};
+
+void lt_nn_backend_register(lt_device_type type, const lt_nn_backend *backend) {
+  if ((unsigned)type < sizeof registered / sizeof registered[0]) registered[type] = backend;
+}
+
+const lt_nn_backend *lt_nn_backend_for(lt_device dev) {
+  if ((unsigned)dev.type >= sizeof registered / sizeof registered[0]) return NULL;
+  return registered[(unsigned)dev.type];
+}
