@@ -1,0 +1,41 @@
+/* The optimizer kernel table of one device type, with the same shape for
+ * cpu/ and cuda/ (apart from core/backend.h, as the nn table is, so that the
+ * tables grow independently). ops/optim.c validates and computes the scalars
+ * of the step; kernels see live tensors of one shape and dtype (float32,
+ * float64, float16 or bfloat16), param and state buffers contiguous, and never
+ * validate. */
+#ifndef LT_CORE_OPTIM_BACKEND_H
+#define LT_CORE_OPTIM_BACKEND_H
+
+#include <stdbool.h>
+
+#include "lt/optim.h"
+
+/* An Adam step's scalars, computed once per parameter in double as
+ * torch.optim.Adam computes them in Python. */
+typedef struct lt_adam_scalars {
+  double beta1, beta2, eps;
+  double weight_decay;          /* L2 term added to the gradient (Adam), else 0 */
+  double param_scale;           /* AdamW's 1 - lr * weight_decay, else 1 */
+  double step_size;             /* lr / (1 - beta1^step) */
+  double bias_correction2_sqrt; /* sqrt(1 - beta2^step) */
+  bool amsgrad, maximize;
+} lt_adam_scalars;
+
+typedef struct lt_optim_backend {
+  const char *name;
+  /* buf NULL without momentum; init_buffer: buf = d_p on its first step. */
+  lt_status (*sgd)(lt_tensor *param, const lt_tensor *grad, lt_tensor *buf, bool init_buffer,
+                   const lt_sgd_options *o);
+  /* max_exp_avg_sq NULL unless s->amsgrad. */
+  lt_status (*adam)(lt_tensor *param, const lt_tensor *grad, lt_tensor *exp_avg,
+                    lt_tensor *exp_avg_sq, lt_tensor *max_exp_avg_sq, const lt_adam_scalars *s);
+} lt_optim_backend;
+
+/* The optimizer kernels for dev's type, or NULL when it has none. */
+const lt_optim_backend *lt_optim_backend_for(lt_device dev);
+void lt_optim_backend_register(lt_device_type type, const lt_optim_backend *backend);
+
+extern const lt_optim_backend lt_cpu_optim_backend;
+
+#endif

@@ -1,0 +1,45 @@
+/* Fused optimizer steps: one pass over a parameter, its gradient and its
+ * state buffers, updating all of them in place. The arithmetic follows
+ * torch.optim's single-tensor (non-foreach, non-fused) code of PyTorch 1.13
+ * operation by operation, so float32 results agree with PyTorch's to a few
+ * ulps. float16/bfloat16 parameters and states are read into float32,
+ * updated there and rounded once when stored (PyTorch computes every
+ * intermediate in 16 bits, where Adam's eps 1e-8 underflows to 0 and the
+ * update becomes NaN). float64 computes in double.
+ *
+ * param, grad and the state buffers must share shape, dtype and device; param
+ * and the buffers must be contiguous (grad may be any view). The name given
+ * ("SGD", "AdamW") is the op name in error messages. */
+#ifndef LT_OPTIM_H
+#define LT_OPTIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lt/tensor.h"
+
+typedef struct lt_sgd_options {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, maximize;
+} lt_sgd_options;
+
+/* One SGD step. momentum_buffer is NULL when momentum is 0; with
+ * init_buffer true (its first step) the buffer is set to the gradient (weight
+ * decay included), as PyTorch's clone of d_p, instead of being decayed. */
+lt_status lt_sgd_step_(const char *name, lt_tensor *param, const lt_tensor *grad,
+                       lt_tensor *momentum_buffer, bool init_buffer, const lt_sgd_options *o);
+
+typedef struct lt_adam_options {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool amsgrad;
+  bool decoupled_weight_decay; /* AdamW: param *= 1 - lr * weight_decay; Adam: L2 on grad */
+  bool maximize;
+} lt_adam_options;
+
+/* One Adam/AdamW step; step is the step count after this step (1 on the
+ * first). max_exp_avg_sq is used (and required) only with amsgrad. */
+lt_status lt_adam_step_(const char *name, lt_tensor *param, const lt_tensor *grad,
+                        lt_tensor *exp_avg, lt_tensor *exp_avg_sq, lt_tensor *max_exp_avg_sq,
+                        int64_t step, const lt_adam_options *o);
+
+#endif

@@ -1,0 +1,75 @@
+-- Containers: nn.Sequential(m1, m2, ...) chains its children (named "1",
+-- "2", ... as PyTorch numbers them, but from 1); nn.ModuleList({...}) holds
+-- modules for a custom forward. Both index from 1 (seq[1]), have a length
+-- (#seq), append, and iterate with ipairs.
+local Module = require "lt.nn.module"
+local raise = require "lt.user_error"
+
+local is_module = Module.is_module
+
+-- Modules given as varargs or as one list table.
+local function module_list(name, ...)
+  local n = select("#", ...)
+  local list = { ... }
+  if n == 1 and type(list[1]) == "table" and not is_module(list[1]) then
+    list = list[1]
+    n = #list
+  end
+  for i = 1, n do
+    if not is_module(list[i]) then
+      raise(string.format("%s: argument %d is not a module (got %s)", name, i, type(list[i])))
+    end
+  end
+  return list, n
+end
+
+local function count(self)
+  local n = 0
+  for _, name in ipairs(self._modules.names) do
+    if self._modules.values[name] ~= nil then n = n + 1 end
+  end
+  return n
+end
+
+local function append(self, m)
+  if not is_module(m) then
+    raise(string.format("append: expected a module, got %s", type(m)))
+  end
+  self:add_module(tostring(count(self) + 1), m)
+  return self
+end
+
+local Sequential = Module:extend("Sequential")
+
+function Sequential:init(...)
+  local list, n = module_list("Sequential", ...)
+  for i = 1, n do self:add_module(tostring(i), list[i]) end
+end
+
+function Sequential:forward(x)
+  local slots = self._modules
+  for _, name in ipairs(slots.names) do
+    local m = slots.values[name]
+    if m ~= nil then x = m(x) end
+  end
+  return x
+end
+
+Sequential.length = count
+Sequential.append = append
+
+local ModuleList = Module:extend("ModuleList")
+
+function ModuleList:init(...)
+  local list, n = module_list("ModuleList", ...)
+  for i = 1, n do self:add_module(tostring(i), list[i]) end
+end
+
+function ModuleList:forward()
+  raise("ModuleList: a ModuleList has no forward; call its modules from your own")
+end
+
+ModuleList.length = count
+ModuleList.append = append
+
+return { Sequential = Sequential, ModuleList = ModuleList }

@@ -1,0 +1,74 @@
+-- nn.Conv2d(in_channels, out_channels, kernel_size, {stride=1, padding=0,
+-- dilation=1, groups=1, bias=true, dtype=, device=}); sizes are an integer
+-- or a table {h, w}. Weight [out, in / groups, kh, kw].
+local core = require "lt.core"
+local Module = require "lt.nn.module"
+local init = require "lt.nn.initializers"
+local options = require "lt.nn.options"
+local raise = require "lt.user_error"
+
+local Parameter = Module.Parameter
+
+local function F() return require "lt.nn.functional" end
+
+local Conv2d = Module:extend("Conv2d")
+
+function Conv2d:init(in_channels, out_channels, kernel_size, opts)
+  local name = "Conv2d"
+  local o = options.read(name, opts, { stride = 1, padding = 0, dilation = 1, groups = 1, bias = true },
+    options.factory_keys)
+  self.in_channels = options.integer(name, "in_channels", in_channels, 1)
+  self.out_channels = options.integer(name, "out_channels", out_channels, 1)
+  self.kernel_size = options.pair(name, "kernel_size", kernel_size, 1)
+  self.stride = options.pair(name, "stride", o.stride, 1)
+  self.padding = options.pair(name, "padding", o.padding, 0)
+  self.dilation = options.pair(name, "dilation", o.dilation, 1)
+  self.groups = options.integer(name, "groups", o.groups, 1)
+  if self.in_channels % self.groups ~= 0 then
+    raise(string.format("Conv2d: in_channels must be divisible by groups (got in_channels %d, groups %d)",
+      self.in_channels, self.groups))
+  end
+  if self.out_channels % self.groups ~= 0 then
+    raise(string.format("Conv2d: out_channels must be divisible by groups (got out_channels %d, groups %d)",
+      self.out_channels, self.groups))
+  end
+  local factory = options.factory(o)
+  self.weight = Parameter(core.empty({ self.out_channels, self.in_channels // self.groups,
+    self.kernel_size[1], self.kernel_size[2] }, factory))
+  if o.bias then
+    self.bias = Parameter(core.empty({ self.out_channels }, factory))
+  else
+    self:register_parameter("bias", nil)
+  end
+  self:reset_parameters()
+end
+
+-- As Linear: kaiming_uniform_(a = sqrt(5)), bias uniform(+-1/sqrt(fan_in)).
+function Conv2d:reset_parameters()
+  init.kaiming_uniform_(self.weight, { a = math.sqrt(5) })
+  if self.bias ~= nil then
+    local fan_in = init.calculate_fan_in_and_fan_out(self.weight)
+    local bound = fan_in > 0 and 1 / math.sqrt(fan_in) or 0
+    init.uniform_(self.bias, -bound, bound)
+  end
+end
+
+function Conv2d:forward(x)
+  return F().conv2d(x, self.weight, self.bias, {
+    stride = self.stride, padding = self.padding, dilation = self.dilation, groups = self.groups,
+  })
+end
+
+local function is_pair(t, a, b) return t[1] == a and t[2] == b end
+
+function Conv2d:extra_repr()
+  local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
+    options.tuple(self.kernel_size), options.tuple(self.stride))
+  if not is_pair(self.padding, 0, 0) then s = s .. ", padding=" .. options.tuple(self.padding) end
+  if not is_pair(self.dilation, 1, 1) then s = s .. ", dilation=" .. options.tuple(self.dilation) end
+  if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
+  if self.bias == nil then s = s .. ", bias=false" end
+  return s
+end
+
+return { Conv2d = Conv2d }

@@ -1,0 +1,27 @@
+-- lt.nn: modules (nn.Module and the layers), nn.Parameter, nn.init (weight
+-- initialisation) and nn.functional (loaded on first use, so that the module
+-- system does not depend on it being loadable).
+local Module = require "lt.nn.module"
+
+local nn = {
+  Module = Module,
+  Parameter = Module.Parameter,
+  is_parameter = Module.is_parameter,
+  is_module = Module.is_module,
+  init = require "lt.nn.initializers",
+}
+
+for _, family in ipairs { "linear", "conv", "norm", "activation", "pooling", "dropout", "flatten",
+  "container", "sparse", "loss" } do
+  for name, cls in pairs(require("lt.nn." .. family)) do nn[name] = cls end
+end
+
+return setmetatable(nn, {
+  __index = function(t, key)
+    if key == "functional" then
+      local F = require "lt.nn.functional"
+      rawset(t, key, F)
+      return F
+    end
+  end,
+})

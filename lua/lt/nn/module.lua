@@ -1,0 +1,570 @@
+-- nn.Module: the base of every layer and model, after torch.nn.Module.
+--
+--   local Block = nn.Module:extend("Block")
+--   function Block:init(n) self.fc = nn.Linear(n, n) end
+--   function Block:forward(x) return self.fc(x) end
+--   local m = Block(10); local y = m(x)
+--
+-- Assigning a tensor made by nn.Parameter registers a parameter, assigning a
+-- module registers a child, m:register_buffer(name, t) registers a buffer;
+-- each kind keeps its registration order. They live in three ordered slot
+-- tables (_parameters, _buffers, _modules) rather than in the instance, so
+-- that every assignment reaches __newindex and reads find them through
+-- __index. Other values are plain fields of the instance.
+local core = require "lt.core"
+local raise = require "lt.user_error"
+
+local is_tensor = core.is_tensor
+local set_category = core.memory.set_category
+
+local Module = {}
+
+-- ---- parameters ----
+
+-- Tensors that nn.Parameter marked. Weak keys: marking keeps nothing alive.
+local parameter_set = setmetatable({}, { __mode = "k" })
+
+-- nn.Parameter(t, requires_grad=true): t itself (a leaf; a non-leaf is
+-- detached first, sharing its storage), now requiring grad and counted as
+-- parameter memory. Assigning it to a module field registers it.
+local function Parameter(t, requires_grad)
+  if not is_tensor(t) then raise("Parameter: expected a tensor, got " .. type(t)) end
+  if not t.is_leaf then t = t:detach() end
+  t:requires_grad_(requires_grad ~= false)
+  set_category(t, "parameter")
+  parameter_set[t] = true
+  return t
+end
+
+local function is_parameter(t)
+  return parameter_set[t] == true
+end
+
+-- ---- ordered slots ----
+
+local function new_slots()
+  return { names = {}, values = {}, has = {} }
+end
+
+local function slot_set(slots, name, value)
+  if not slots.has[name] then
+    slots.has[name] = true
+    slots.names[#slots.names + 1] = name
+  end
+  slots.values[name] = value
+end
+
+local function slot_remove(slots, name)
+  if not slots.has[name] then return end
+  slots.has[name] = nil
+  slots.values[name] = nil
+  for i, n in ipairs(slots.names) do
+    if n == name then
+      table.remove(slots.names, i)
+      break
+    end
+  end
+end
+
+-- ---- classes and instances ----
+
+local function is_module(v)
+  if type(v) ~= "table" then return false end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__lt_module") == true
+end
+
+local function class_name(m)
+  return getmetatable(m).__name
+end
+
+-- Slot names are strings; integer keys (seq[1]) name the same slots.
+local function key_name(k)
+  if math.type(k) == "integer" then return tostring(k) end
+  return k
+end
+
+-- A slot may not hide a method: m.train = nn.Linear(...) would make
+-- m:train() call the Linear.
+local function check_slot_name(self, name)
+  if type(getmetatable(self).__class[name]) == "function" then
+    raise(string.format("%s: cannot register '%s': it is the name of a method", class_name(self), name))
+  end
+end
+
+local function assign(self, k, v)
+  local name = key_name(k)
+  local params, buffers, modules = self._parameters, self._buffers, self._modules
+  if is_tensor(v) and is_parameter(v) then
+    check_slot_name(self, name)
+    slot_remove(buffers, name)
+    slot_remove(modules, name)
+    slot_set(params, name, v)
+  elseif is_module(v) then
+    check_slot_name(self, name)
+    slot_remove(params, name)
+    slot_remove(buffers, name)
+    slot_set(modules, name, v)
+  elseif params.has[name] then
+    if v ~= nil then
+      raise(string.format("%s: cannot assign a %s as parameter '%s' (nn.Parameter or nil expected)",
+        class_name(self), is_tensor(v) and "plain tensor" or type(v), name))
+    end
+    params.values[name] = nil
+  elseif buffers.has[name] then
+    if v ~= nil and not is_tensor(v) then
+      raise(string.format("%s: cannot assign a %s as buffer '%s' (a tensor or nil expected)",
+        class_name(self), type(v), name))
+    end
+    buffers.values[name] = v
+  elseif modules.has[name] then
+    if v ~= nil then
+      raise(string.format("%s: cannot assign a %s as child module '%s' (a module or nil expected)",
+        class_name(self), type(v), name))
+    end
+    modules.values[name] = nil
+  else
+    rawset(self, k, v)
+  end
+end
+
+local function instance_metatable(cls, name)
+  local mt = { __lt_module = true, __name = name, __class = cls }
+  mt.__index = function(self, k)
+    local name_k = key_name(k)
+    local v = self._parameters.values[name_k]
+    if v ~= nil then return v end
+    v = self._buffers.values[name_k]
+    if v ~= nil then return v end
+    v = self._modules.values[name_k]
+    if v ~= nil then return v end
+    return cls[k]
+  end
+  mt.__newindex = assign
+  mt.__call = function(self, ...) return self:forward(...) end
+  mt.__tostring = function(self) return self:repr() end
+  mt.__len = function(self) return self:length() end
+  return mt
+end
+
+local function construct(cls, ...)
+  local mt = rawget(cls, "_instance_mt")
+  local self = setmetatable({
+    _parameters = new_slots(),
+    _buffers = new_slots(),
+    _modules = new_slots(),
+    _non_persistent = {},
+    training = true,
+  }, mt)
+  self:init(...)
+  return self
+end
+
+local function class_tostring(cls)
+  return "nn." .. rawget(cls, "_name")
+end
+
+-- A subclass: Module:extend("Block"), Linear:extend("MyLinear"), ...
+function Module:extend(name)
+  if type(name) ~= "string" then raise("extend: expected a class name, got " .. type(name)) end
+  local cls = setmetatable({}, { __index = self, __call = construct, __tostring = class_tostring })
+  cls._name = name
+  cls._instance_mt = instance_metatable(cls, name)
+  return cls
+end
+
+Module._name = "Module"
+Module._instance_mt = instance_metatable(Module, "Module")
+setmetatable(Module, { __call = construct, __tostring = class_tostring })
+
+function Module.is_module(v) return is_module(v) end
+Module.Parameter = Parameter
+Module.is_parameter = is_parameter
+
+-- ---- defaults a subclass overrides ----
+
+function Module:init() end
+
+function Module:forward()
+  raise(class_name(self) .. ": forward is not implemented")
+end
+
+-- One line of options for tostring (PyTorch's extra_repr).
+function Module:extra_repr() return "" end
+
+function Module:length()
+  raise("attempt to get the length of a " .. class_name(self) .. " module")
+end
+
+-- ---- registration ----
+
+function Module:register_parameter(name, t)
+  if t ~= nil and not is_tensor(t) then
+    raise(string.format("register_parameter: expected a tensor or nil for '%s', got %s", name, type(t)))
+  end
+  check_slot_name(self, name)
+  slot_remove(self._buffers, name)
+  slot_remove(self._modules, name)
+  if t ~= nil and not is_parameter(t) then t = Parameter(t) end
+  slot_set(self._parameters, name, t)
+end
+
+-- A tensor that is part of the module's state but not trained (running
+-- statistics). persistent=false keeps it out of state_dict.
+function Module:register_buffer(name, t, persistent)
+  if type(name) ~= "string" then raise("register_buffer: expected a name, got " .. type(name)) end
+  if t ~= nil and not is_tensor(t) then
+    raise(string.format("register_buffer: expected a tensor or nil for '%s', got %s", name, type(t)))
+  end
+  if self._parameters.has[name] or self._modules.has[name] then
+    raise(string.format("register_buffer: '%s' is already a parameter or a child module", name))
+  end
+  check_slot_name(self, name)
+  slot_set(self._buffers, name, t)
+  self._non_persistent[name] = persistent == false or nil
+end
+
+function Module:add_module(name, m)
+  if m ~= nil and not is_module(m) then
+    raise(string.format("add_module: expected a module or nil for '%s', got %s", tostring(name), type(m)))
+  end
+  name = key_name(name)
+  check_slot_name(self, name)
+  slot_remove(self._parameters, name)
+  slot_remove(self._buffers, name)
+  slot_set(self._modules, name, m)
+end
+Module.register_module = Module.add_module
+
+-- ---- traversal ----
+-- The named_* methods return iterators (for name, value in m:named_parameters()
+-- do ... end), the plain ones lists; each tensor and module appears once.
+
+local function list_iterator(pairs_list)
+  local i = 0
+  return function()
+    i = i + 1
+    local pair = pairs_list[i]
+    if pair then return pair[1], pair[2] end
+  end
+end
+
+-- {prefix.name, module} for self and every descendant, pre-order.
+local function collect_modules(m, prefix, out, seen)
+  if seen[m] then return out end
+  seen[m] = true
+  out[#out + 1] = { prefix, m }
+  for _, name in ipairs(m._modules.names) do
+    local child = m._modules.values[name]
+    if child ~= nil then
+      collect_modules(child, prefix == "" and name or prefix .. "." .. name, out, seen)
+    end
+  end
+  return out
+end
+
+-- {dotted name, tensor} of one slot kind over the tree; dedupe drops a
+-- tensor already listed (shared weights), as PyTorch does.
+local function collect_tensors(m, kind, recurse, dedupe, persistent_only)
+  local out, seen = {}, {}
+  local tree = recurse and collect_modules(m, "", {}, {}) or { { "", m } }
+  for _, entry in ipairs(tree) do
+    local prefix, mod = entry[1], entry[2]
+    local slots = mod[kind]
+    for _, name in ipairs(slots.names) do
+      local t = slots.values[name]
+      if t ~= nil and not (dedupe and seen[t]) and not (persistent_only and mod._non_persistent[name]) then
+        seen[t] = true
+        out[#out + 1] = { prefix == "" and name or prefix .. "." .. name, t }
+      end
+    end
+  end
+  return out
+end
+
+local function values_of(pairs_list)
+  local out = {}
+  for i, pair in ipairs(pairs_list) do out[i] = pair[2] end
+  return out
+end
+
+function Module:named_parameters(recurse)
+  return list_iterator(collect_tensors(self, "_parameters", recurse ~= false, true))
+end
+
+function Module:parameters(recurse)
+  return values_of(collect_tensors(self, "_parameters", recurse ~= false, true))
+end
+
+function Module:named_buffers(recurse)
+  return list_iterator(collect_tensors(self, "_buffers", recurse ~= false, true))
+end
+
+function Module:buffers(recurse)
+  return values_of(collect_tensors(self, "_buffers", recurse ~= false, true))
+end
+
+local function direct_children(m)
+  local out, seen = {}, {}
+  for _, name in ipairs(m._modules.names) do
+    local child = m._modules.values[name]
+    if child ~= nil and not seen[child] then
+      seen[child] = true
+      out[#out + 1] = { name, child }
+    end
+  end
+  return out
+end
+
+function Module:named_children()
+  return list_iterator(direct_children(self))
+end
+
+function Module:children()
+  return values_of(direct_children(self))
+end
+
+-- self first (named ""), then every descendant, pre-order.
+function Module:named_modules()
+  return list_iterator(collect_modules(self, "", {}, {}))
+end
+
+function Module:modules()
+  return values_of(collect_modules(self, "", {}, {}))
+end
+
+-- fn(m) for every descendant and then self (children first, as PyTorch).
+function Module:apply(fn)
+  for _, child in ipairs(self:children()) do child:apply(fn) end
+  fn(self)
+  return self
+end
+
+function Module:num_parameters(opts)
+  local trainable_only = type(opts) == "table" and opts.trainable_only
+  local n = 0
+  for _, p in ipairs(self:parameters()) do
+    if not trainable_only or p.requires_grad then n = n + p:numel() end
+  end
+  return n
+end
+
+-- ---- modes ----
+
+function Module:train(mode)
+  if mode == nil then mode = true end
+  if type(mode) ~= "boolean" then raise("train: expected a boolean, got " .. type(mode)) end
+  for _, m in ipairs(self:modules()) do rawset(m, "training", mode) end
+  return self
+end
+
+function Module:eval()
+  return self:train(false)
+end
+
+function Module:requires_grad_(on)
+  for _, p in ipairs(self:parameters()) do p:requires_grad_(on ~= false) end
+  return self
+end
+
+-- Gradients to nil (default; frees their memory) or zero-filled with
+-- {set_to_none=false}.
+function Module:zero_grad(opts)
+  local set_to_none = not (type(opts) == "table" and opts.set_to_none == false)
+  for _, p in ipairs(self:parameters()) do
+    if set_to_none then
+      p.grad = nil
+    elseif p.grad ~= nil then
+      p.grad:zero_()
+    end
+  end
+  return self
+end
+
+-- ---- conversion ----
+
+local DEVICE_PATTERN = "^cuda"
+
+local function parse_to_args(a, b)
+  local dtype, device
+  local function take(v)
+    if v == nil then return end
+    if is_tensor(v) then
+      dtype, device = v.dtype, v.device
+    elseif type(v) == "table" then
+      for k in pairs(v) do
+        if k ~= "dtype" and k ~= "device" then raise("to: unknown option '" .. tostring(k) .. "'") end
+      end
+      dtype, device = v.dtype or dtype, v.device or device
+    elseif type(v) == "string" then
+      if v == "cpu" or v:match(DEVICE_PATTERN) then device = v else dtype = v end
+    else
+      raise("to: expected a dtype, a device, a tensor or an options table, got " .. type(v))
+    end
+  end
+  take(a)
+  take(b)
+  return dtype, device
+end
+
+local FLOATING = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
+local DTYPE_ALIASES = { float = "float32", double = "float64", half = "float16" }
+
+-- t converted to device and (if t is floating) dtype; t itself when unchanged.
+local function convert(t, dtype, device)
+  local out = t
+  if device ~= nil then out = out:to(device) end
+  if dtype ~= nil and FLOATING[out.dtype] and out.dtype ~= dtype then out = out:to(dtype) end
+  return out
+end
+
+-- Converts parameters (keeping requires_grad, the parameter mark and their
+-- gradients) and buffers in place in their slots; a tensor shared by several
+-- modules is converted once and stays shared.
+function Module:to(a, b)
+  local dtype, device = parse_to_args(a, b)
+  dtype = DTYPE_ALIASES[dtype] or dtype
+  if dtype ~= nil and not FLOATING[dtype] then
+    raise("to: modules convert only to floating dtypes (float32, float64, float16, bfloat16), got "
+      .. tostring(dtype))
+  end
+  local done = {}
+  for _, m in ipairs(self:modules()) do
+    local params = m._parameters
+    for _, name in ipairs(params.names) do
+      local p = params.values[name]
+      if p ~= nil then
+        local new = done[p]
+        if new == nil then
+          local data = p:detach()
+          local converted = convert(data, dtype, device)
+          if rawequal(converted, data) then
+            new = p
+          else
+            new = Parameter(converted, p.requires_grad)
+            if p.grad ~= nil then new.grad = convert(p.grad, dtype, device) end
+          end
+          done[p] = new
+        end
+        params.values[name] = new
+      end
+    end
+    local buffers = m._buffers
+    for _, name in ipairs(buffers.names) do
+      local t = buffers.values[name]
+      if t ~= nil then
+        local new = done[t] or convert(t, dtype, device)
+        done[t] = new
+        buffers.values[name] = new
+      end
+    end
+  end
+  return self
+end
+
+function Module:half() return self:to("float16") end
+function Module:float() return self:to("float32") end
+function Module:double() return self:to("float64") end
+function Module:bfloat16() return self:to("bfloat16") end
+function Module:cpu() return self:to("cpu") end
+function Module:cuda(index) return self:to(index and ("cuda:" .. index) or "cuda") end
+
+-- ---- state ----
+
+-- Parameters and persistent buffers by dotted name, detached (they share
+-- storage with the module, as PyTorch's state_dict does: clone to keep).
+function Module:state_dict()
+  local sd = {}
+  for _, pair in ipairs(collect_tensors(self, "_parameters", true, false)) do sd[pair[1]] = pair[2]:detach() end
+  for _, pair in ipairs(collect_tensors(self, "_buffers", true, false, true)) do sd[pair[1]] = pair[2]:detach() end
+  return sd
+end
+
+local function shape_text(shape)
+  return "[" .. table.concat(shape, ", ") .. "]"
+end
+
+local function same_shape(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    if a[i] ~= b[i] then return false end
+  end
+  return true
+end
+
+-- Copies sd's tensors into the parameters and buffers in place. Every
+-- problem is gathered into one error before anything is copied: missing and
+-- unexpected keys (with strict, the default) and shape mismatches (always).
+-- Returns {missing_keys=, unexpected_keys=}.
+function Module:load_state_dict(sd, opts)
+  if type(sd) ~= "table" then raise("load_state_dict: expected a table of tensors, got " .. type(sd)) end
+  local strict = not (type(opts) == "table" and opts.strict == false)
+  local own = collect_tensors(self, "_parameters", true, false)
+  for _, pair in ipairs(collect_tensors(self, "_buffers", true, false, true)) do own[#own + 1] = pair end
+  local known, missing, unexpected, problems = {}, {}, {}, {}
+  for _, pair in ipairs(own) do
+    local name, t = pair[1], pair[2]
+    known[name] = true
+    local v = sd[name]
+    if v == nil then
+      missing[#missing + 1] = name
+    elseif not is_tensor(v) then
+      problems[#problems + 1] = string.format("%s is a %s, expected a tensor", name, type(v))
+    elseif not same_shape(v.shape, t.shape) then
+      problems[#problems + 1] = string.format("shape mismatch for %s: expected %s, got %s", name,
+        shape_text(t.shape), shape_text(v.shape))
+    end
+  end
+  for name in pairs(sd) do
+    if not known[name] then unexpected[#unexpected + 1] = tostring(name) end
+  end
+  table.sort(unexpected)
+  local parts = {}
+  if strict and #missing > 0 then parts[#parts + 1] = "missing keys: " .. table.concat(missing, ", ") end
+  if strict and #unexpected > 0 then parts[#parts + 1] = "unexpected keys: " .. table.concat(unexpected, ", ") end
+  for _, p in ipairs(problems) do parts[#parts + 1] = p end
+  if #parts > 0 then raise("load_state_dict: " .. table.concat(parts, "; ")) end
+  for _, pair in ipairs(own) do
+    local v = sd[pair[1]]
+    -- detach: an in-place write into a leaf that requires grad must not be
+    -- recorded (PyTorch copies under no_grad).
+    if v ~= nil then pair[2]:detach():copy_(v) end
+  end
+  return { missing_keys = missing, unexpected_keys = unexpected }
+end
+
+-- ---- printing ----
+
+-- PyTorch's _addindent: every line but the first indented.
+local function indent(s, spaces)
+  local pad = string.rep(" ", spaces)
+  return (s:gsub("\n", "\n" .. pad))
+end
+
+-- The module tree as PyTorch prints it.
+function Module:repr()
+  local lines = {}
+  local extra = self:extra_repr()
+  local extra_lines = {}
+  if extra ~= nil and extra ~= "" then
+    for line in (extra .. "\n"):gmatch("(.-)\n") do extra_lines[#extra_lines + 1] = line end
+  end
+  for _, l in ipairs(extra_lines) do lines[#lines + 1] = l end
+  local has_children = false
+  for _, name in ipairs(self._modules.names) do
+    local child = self._modules.values[name]
+    if child ~= nil then
+      has_children = true
+      lines[#lines + 1] = "(" .. name .. "): " .. indent(child:repr(), 2)
+    end
+  end
+  local s = class_name(self) .. "("
+  if #extra_lines == 1 and not has_children then
+    s = s .. extra_lines[1]
+  elseif #lines > 0 then
+    s = s .. "\n  " .. table.concat(lines, "\n  ") .. "\n"
+  end
+  return s .. ")"
+end
+
+return Module

@@ -1,0 +1,61 @@
+-- Options tables of module constructors: defaults filled in, unknown keys
+-- refused (a misspelt option is an error, not a silently ignored default).
+local raise = require "lt.user_error"
+
+local options = {}
+
+-- Returns a new table: defaults overridden by opts. Errors name the module.
+-- Keys in `allowed` (a set) are accepted without a default (dtype, device).
+function options.read(name, opts, defaults, allowed)
+  local out = {}
+  for k, v in pairs(defaults) do out[k] = v end
+  if opts == nil then return out end
+  if type(opts) ~= "table" then
+    raise(string.format("%s: expected an options table, got %s", name, type(opts)))
+  end
+  for k, v in pairs(opts) do
+    if defaults[k] == nil and not (allowed and allowed[k]) then
+      raise(string.format("%s: unknown option '%s'", name, tostring(k)))
+    end
+    out[k] = v
+  end
+  return out
+end
+
+-- An integer argument at least `min`.
+function options.integer(name, what, v, min)
+  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then
+    raise(string.format("%s: expected an integer for %s, got %s", name, what,
+      type(v) == "number" and tostring(v) or type(v)))
+  end
+  v = math.tointeger(v)
+  if min and v < min then
+    raise(string.format("%s: %s must be at least %d, got %d", name, what, min, v))
+  end
+  return v
+end
+
+-- A size given as one integer or a table of two: always a table {h, w}.
+function options.pair(name, what, v, min)
+  if type(v) == "table" then
+    if #v ~= 2 then raise(string.format("%s: %s must be an integer or a table of 2, got %d values", name, what, #v)) end
+    return { options.integer(name, what, v[1], min), options.integer(name, what, v[2], min) }
+  end
+  local n = options.integer(name, what, v, min)
+  return { n, n }
+end
+
+-- Python's tuple repr, as PyTorch prints module options: (3, 3), (10,).
+function options.tuple(t)
+  if #t == 1 then return "(" .. tostring(t[1]) .. ",)" end
+  return "(" .. table.concat(t, ", ") .. ")"
+end
+
+-- Creation options for parameters: {dtype=, device=} from a module's options.
+function options.factory(opts)
+  return { dtype = opts.dtype, device = opts.device }
+end
+
+options.factory_keys = { dtype = true, device = true }
+
+return options

@@ -1,0 +1,66 @@
+-- nn.MaxPool2d(kernel_size, {stride=kernel_size, padding=0, dilation=1,
+-- ceil_mode=false}) and nn.AvgPool2d(kernel_size, {stride=kernel_size,
+-- padding=0, ceil_mode=false, count_include_pad=true}). Sizes are kept as
+-- given (an integer or a table {h, w}) and passed on to the functional op.
+local Module = require "lt.nn.module"
+local options = require "lt.nn.options"
+
+local function F() return require "lt.nn.functional" end
+
+local function size_text(v)
+  return type(v) == "table" and options.tuple(v) or tostring(v)
+end
+
+local function check_size(name, what, v, min)
+  options.pair(name, what, v, min) -- validates; the original form is kept
+  return v
+end
+
+local MaxPool2d = Module:extend("MaxPool2d")
+
+function MaxPool2d:init(kernel_size, opts)
+  local o = options.read("MaxPool2d", opts, { padding = 0, dilation = 1, ceil_mode = false }, { stride = true })
+  self.kernel_size = check_size("MaxPool2d", "kernel_size", kernel_size, 1)
+  self.stride = check_size("MaxPool2d", "stride", o.stride or kernel_size, 1)
+  self.padding = check_size("MaxPool2d", "padding", o.padding, 0)
+  self.dilation = check_size("MaxPool2d", "dilation", o.dilation, 1)
+  self.ceil_mode = o.ceil_mode
+end
+
+function MaxPool2d:forward(x)
+  return F().max_pool2d(x, self.kernel_size, {
+    stride = self.stride, padding = self.padding, dilation = self.dilation, ceil_mode = self.ceil_mode,
+  })
+end
+
+function MaxPool2d:extra_repr()
+  return string.format("kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s",
+    size_text(self.kernel_size), size_text(self.stride), size_text(self.padding), size_text(self.dilation),
+    tostring(self.ceil_mode))
+end
+
+local AvgPool2d = Module:extend("AvgPool2d")
+
+function AvgPool2d:init(kernel_size, opts)
+  local o = options.read("AvgPool2d", opts, { padding = 0, ceil_mode = false, count_include_pad = true },
+    { stride = true })
+  self.kernel_size = check_size("AvgPool2d", "kernel_size", kernel_size, 1)
+  self.stride = check_size("AvgPool2d", "stride", o.stride or kernel_size, 1)
+  self.padding = check_size("AvgPool2d", "padding", o.padding, 0)
+  self.ceil_mode = o.ceil_mode
+  self.count_include_pad = o.count_include_pad
+end
+
+function AvgPool2d:forward(x)
+  return F().avg_pool2d(x, self.kernel_size, {
+    stride = self.stride, padding = self.padding, ceil_mode = self.ceil_mode,
+    count_include_pad = self.count_include_pad,
+  })
+end
+
+function AvgPool2d:extra_repr()
+  return string.format("kernel_size=%s, stride=%s, padding=%s", size_text(self.kernel_size),
+    size_text(self.stride), size_text(self.padding))
+end
+
+return { MaxPool2d = MaxPool2d, AvgPool2d = AvgPool2d }

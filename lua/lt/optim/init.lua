@@ -1,0 +1,16 @@
+-- lt.optim: optimizers over fused kernels, and learning-rate schedules.
+--   optim.SGD(params, {lr=, momentum=, dampening=, weight_decay=, nesterov=})
+--   optim.Adam(params, {lr=, betas={b1, b2}, eps=, weight_decay=, amsgrad=})
+--   optim.AdamW(...)                        (decoupled weight decay, default 0.01)
+--   optim.lr_scheduler.StepLR / CosineAnnealingLR
+-- params: a list of tensors, or a list of groups {params={...}, lr=...}.
+local adam = require "lt.optim.adam"
+local lr_scheduler = require "lt.optim.lr_scheduler"
+
+return {
+  Optimizer = require "lt.optim.optimizer",
+  SGD = require "lt.optim.sgd",
+  Adam = adam.Adam,
+  AdamW = adam.AdamW,
+  lr_scheduler = lr_scheduler,
+}

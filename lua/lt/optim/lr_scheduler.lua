@@ -1,0 +1,102 @@
+-- Learning-rate schedules over an optimizer's parameter groups, by PyTorch's
+-- closed forms (torch.optim.lr_scheduler): the rate of epoch e depends only on
+-- e and the group's initial rate, so schedules are reproducible and resumable.
+--   StepLR(opt, {step_size=, gamma=0.1}):  lr = base * gamma ^ floor(e / step_size)
+--   CosineAnnealingLR(opt, {T_max=, eta_min=0}):
+--     lr = eta_min + (base - eta_min) * (1 + cos(pi * e / T_max)) / 2
+-- sched:step() advances one epoch (call it after opt:step()),
+-- sched:get_last_lr() gives the rates now in force, one per group.
+local raise = require "lt.user_error"
+
+local Scheduler = {}
+Scheduler.__index = Scheduler
+
+local function define(name, options, closed_form)
+  local cls = setmetatable({}, {
+    __index = Scheduler,
+    __call = function(cls, opt, opts) return cls.new(cls, opt, opts) end,
+  })
+  cls.__index = cls
+  cls.name = name
+  cls.options = options
+  cls.closed_form = closed_form
+  return cls
+end
+
+function Scheduler.new(cls, opt, opts)
+  if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
+    raise(string.format("%s: expected an optimizer, got %s", cls.name, type(opt)))
+  end
+  opts = opts or {}
+  local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lrs = {} }, cls)
+  for key in pairs(opts) do
+    if cls.options[key] == nil then raise(string.format("%s: unknown option '%s'", cls.name, tostring(key))) end
+  end
+  for key, spec in pairs(cls.options) do
+    local value = opts[key]
+    if value == nil then value = spec.default end
+    if value == nil then raise(string.format("%s: option '%s' is required", cls.name, key)) end
+    if type(value) ~= "number" or (spec.check and not spec.check(value)) then
+      raise(string.format("%s: invalid %s: %s (%s)", cls.name, key, tostring(value), spec.expected))
+    end
+    self[key] = value
+  end
+  for i, group in ipairs(opt.param_groups) do
+    -- initial_lr is kept in the group, as PyTorch does, so that a second
+    -- scheduler or a resumed run starts from the same base.
+    if group.initial_lr == nil then group.initial_lr = group.lr end
+    self.base_lrs[i] = group.initial_lr
+  end
+  self:apply()
+  return self
+end
+
+function Scheduler:apply()
+  local lrs = {}
+  for i, group in ipairs(self.optimizer.param_groups) do
+    local lr = self:closed_form(self.base_lrs[i], self.last_epoch)
+    group.lr = lr
+    lrs[i] = lr
+  end
+  self.last_lr = lrs
+end
+
+function Scheduler:step()
+  self.last_epoch = self.last_epoch + 1
+  self:apply()
+end
+
+function Scheduler:get_last_lr()
+  return table.move(self.last_lr, 1, #self.last_lr, 1, {})
+end
+
+function Scheduler:state_dict()
+  local sd = { last_epoch = self.last_epoch, base_lrs = table.move(self.base_lrs, 1, #self.base_lrs, 1, {}) }
+  for key in pairs(self.options) do sd[key] = self[key] end
+  return sd
+end
+
+function Scheduler:load_state_dict(sd)
+  for key, value in pairs(sd) do
+    self[key] = type(value) == "table" and table.move(value, 1, #value, 1, {}) or value
+  end
+  self:apply()
+end
+
+local function positive_integer(v) return math.type(v) == "integer" and v > 0 end
+
+local StepLR = define("StepLR", {
+  step_size = { check = positive_integer, expected = "a positive integer" },
+  gamma = { default = 0.1, expected = "a number" },
+}, function(self, base, epoch)
+  return base * self.gamma ^ (epoch // self.step_size)
+end)
+
+local CosineAnnealingLR = define("CosineAnnealingLR", {
+  T_max = { check = function(v) return v > 0 end, expected = "a positive number" },
+  eta_min = { default = 0, expected = "a number" },
+}, function(self, base, epoch)
+  return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
+end)
+
+return { StepLR = StepLR, CosineAnnealingLR = CosineAnnealingLR }
