@@ -15,6 +15,15 @@ void ltb_open_tensor_create(lua_State *L, int methods_idx, int core_idx);
 void ltb_open_tensor_methods(lua_State *L, int methods_idx, int core_idx);
 void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx);
 void ltb_open_tensor_reduce(lua_State *L, int methods_idx, int core_idx);
+/* lt.save, lt.load, lt.read_idx, lt.index_select (and t:index_select),
+ * lt.randperm, lt.get_rng_state, lt.set_rng_state. */
+void ltb_open_io(lua_State *L, int methods_idx, int core_idx);
+/* lt.core._optim (fused optimizer steps) and lt.memory.set_category/category
+ * (the latter after ltb_open_memory). */
+void ltb_open_optim(lua_State *L, int core_idx);
+void ltb_open_category(lua_State *L, int core_idx);
+/* lt.clock, lt.peak_rss, lt.stdout_is_tty (bindings/system.c). */
+void ltb_open_system(lua_State *L, int core_idx);
 
 /* Closures over one elementwise op (the metamethods use them too). */
 void ltb_push_binary_function(lua_State *L, lt_binary_op op);

@@ -145,9 +145,13 @@ int luaopen_lt_core(lua_State *L) {
   ltb_open_tensor_math(L, methods, core);
   ltb_open_tensor_reduce(L, methods, core);
   ltb_open_tensor_create(L, methods, core);
+  ltb_open_io(L, methods, core);
   ltb_open_tensor_handle(L, methods);
   lua_setfield(L, core, "Tensor");
   ltb_open_memory(L, core);
+  ltb_open_category(L, core);
+  ltb_open_optim(L, core);
+  ltb_open_system(L, core);
   luaL_newlib(L, cuda_functions);
   lua_setfield(L, core, "cuda");
   lua_pushliteral(L, LT_VERSION);

@@ -11,5 +11,8 @@ end
 lt.float, lt.double, lt.half, lt.long, lt.int = "float32", "float64", "float16", "int64", "int32"
 
 lt.memory.summary = require("lt.memory_summary")(lt.memory)
+lt.data = require "lt.data"
+lt.optim = require "lt.optim"
+lt.nn = require "lt.nn"
 
 return lt

@@ -1,0 +1,200 @@
+-- lt.data: data sets and a loader that cuts them into (shuffled) batches.
+local core = require "lt.core"
+
+local data = {}
+
+-- ---- Fashion-MNIST ---------------------------------------------------------
+
+-- Debian's dataset-fashion-mnist package installs the original gzip files here.
+local DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
+local SPLIT_PREFIX = { train = "train", test = "t10k" }
+
+local function readable(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function check_options(op, opts, allowed)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    error(string.format("%s: expected an options table, got %s", op, type(opts)), 3)
+  end
+  for key in pairs(opts) do
+    if not allowed[key] then error(string.format("%s: unknown option '%s'", op, tostring(key)), 3) end
+  end
+  return opts
+end
+
+--- Fashion-MNIST (Xiao et al. 2017): split "train" (60000 images) or "test"
+--- (10000). Returns images, uint8 [N, 1, 28, 28], and labels, int64 in 1..10
+--- (the file's classes 0..9 plus one, as every class label in lt is 1-based).
+function data.fashion_mnist(split, opts)
+  split = split or "train"
+  opts = check_options("fashion_mnist", opts, { dir = true })
+  local prefix = SPLIT_PREFIX[split]
+  if not prefix then
+    error(string.format("fashion_mnist: unknown split '%s' (expected \"train\" or \"test\")", tostring(split)), 2)
+  end
+  local dir = opts.dir or DEFAULT_DIR
+  local images_path = string.format("%s/%s-images-idx3-ubyte.gz", dir, prefix)
+  local labels_path = string.format("%s/%s-labels-idx1-ubyte.gz", dir, prefix)
+  for _, path in ipairs { images_path, labels_path } do
+    if not readable(path) then
+      error(string.format("fashion_mnist: %s not found: install Debian's dataset-fashion-mnist package " ..
+        "(apt-get install dataset-fashion-mnist) or pass {dir=...}", path), 2)
+    end
+  end
+  local images, labels = core.read_idx(images_path), core.read_idx(labels_path)
+  local n = images.shape[1]
+  if images:dim() ~= 3 or images.shape[2] ~= 28 or images.shape[3] ~= 28 then
+    error(string.format("fashion_mnist: %s holds images of shape [%s], expected [N, 28, 28]",
+      images_path, table.concat(images.shape, ", ")), 2)
+  end
+  if labels:dim() ~= 1 or labels.shape[1] ~= n then
+    error(string.format("fashion_mnist: %s holds %s labels for %d images",
+      labels_path, table.concat(labels.shape, " x "), n), 2)
+  end
+  if n > 0 and labels:max():item() > 9 then
+    error(string.format("fashion_mnist: %s holds a label above 9", labels_path), 2)
+  end
+  return images:view(n, 1, 28, 28), labels:long() + 1
+end
+
+-- ---- DataLoader ------------------------------------------------------------
+
+local DataLoader = {}
+DataLoader.__index = DataLoader
+DataLoader.__name = "lt.data.DataLoader"
+
+-- The generator seed of one epoch: splitmix64 of (seed, epoch), so that each
+-- epoch's order is fixed by the seed alone and epochs differ from each other.
+-- Lua's integers wrap around, as the mixing needs.
+local function epoch_seed(seed, epoch)
+  local z = seed + epoch * 0x9E3779B97F4A7C15
+  z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
+  z = (z ~ (z >> 27)) * 0x94D049BB133111EB
+  return z ~ (z >> 31)
+end
+
+-- The tensors of a dataset as a list and their names (nil for a list).
+local function dataset_tensors(dataset)
+  if core.is_tensor(dataset) then dataset = { dataset } end
+  if type(dataset) ~= "table" then
+    error("DataLoader: expected a dataset (a tensor or a table of tensors), got " .. type(dataset), 4)
+  end
+  local tensors, names = {}, nil
+  if #dataset > 0 then
+    for i, t in ipairs(dataset) do tensors[i] = t end
+  else
+    names = {}
+    for name in pairs(dataset) do names[#names + 1] = name end
+    table.sort(names, function(a, b) return tostring(a) < tostring(b) end)
+    for i, name in ipairs(names) do tensors[i] = dataset[name] end
+  end
+  if #tensors == 0 then error("DataLoader: the dataset holds no tensors", 4) end
+  local n
+  for i, t in ipairs(tensors) do
+    local label = names and ("'" .. tostring(names[i]) .. "'") or ("tensor " .. i)
+    if not core.is_tensor(t) then error(string.format("DataLoader: dataset %s is a %s, not a tensor", label, type(t)), 4) end
+    if t:dim() == 0 then error(string.format("DataLoader: dataset %s is 0-dimensional", label), 4) end
+    n = n or t.shape[1]
+    if t.shape[1] ~= n then
+      error(string.format("DataLoader: dataset tensors differ in their first size (%d and %d for %s)", n, t.shape[1], label), 4)
+    end
+  end
+  return tensors, names, n
+end
+
+local LOADER_OPTIONS = { dataset = true, batch_size = true, shuffle = true, seed = true, drop_last = true }
+
+--- DataLoader{dataset = {images, labels}, batch_size = 128, shuffle = true,
+--- seed = 1, drop_last = false} (or DataLoader(dataset, {batch_size = ...})).
+--- `for x, y in loader:iter() do` walks one epoch in batches, each a new
+--- tensor gathered along the first dimension; a dataset given as a table with
+--- names yields one table of batches per step instead. Shuffled orders come
+--- from lt's generator: with a seed, epoch k's order depends only on (seed, k);
+--- without one, from the global generator (lt.manual_seed, lt.get_rng_state).
+function data.DataLoader(dataset, opts)
+  if opts == nil and type(dataset) == "table" and not core.is_tensor(dataset) and dataset.dataset ~= nil then
+    opts, dataset = dataset, dataset.dataset
+  end
+  opts = check_options("DataLoader", opts, LOADER_OPTIONS)
+  local tensors, names, n = dataset_tensors(dataset)
+  local batch_size = opts.batch_size or 1
+  if math.type(batch_size) ~= "integer" or batch_size < 1 then
+    error("DataLoader: batch_size must be a positive integer, got " .. tostring(batch_size), 2)
+  end
+  if opts.seed ~= nil and math.type(opts.seed) ~= "integer" then
+    error("DataLoader: seed must be an integer, got " .. tostring(opts.seed), 2)
+  end
+  for _, flag in ipairs { "shuffle", "drop_last" } do
+    if opts[flag] ~= nil and type(opts[flag]) ~= "boolean" then
+      error(string.format("DataLoader: %s must be a boolean, got %s", flag, type(opts[flag])), 2)
+    end
+  end
+  return setmetatable({
+    dataset = dataset,
+    batch_size = batch_size,
+    shuffle = opts.shuffle or false,
+    seed = opts.seed,
+    drop_last = opts.drop_last or false,
+    size = n,
+    _tensors = tensors,
+    _names = names,
+    _next_epoch = 1,
+  }, DataLoader)
+end
+
+--- The number of batches in an epoch.
+function DataLoader:__len()
+  if self.drop_last then return self.size // self.batch_size end
+  return (self.size + self.batch_size - 1) // self.batch_size
+end
+
+--- Makes the next epoch started by iter() epoch k (1-based), e.g. to resume
+--- a run: its shuffled order is the one an uninterrupted run would see.
+function DataLoader:set_epoch(k)
+  if math.type(k) ~= "integer" or k < 1 then
+    error("DataLoader: set_epoch expects a positive integer, got " .. tostring(k), 2)
+  end
+  self._next_epoch = k
+end
+
+--- The order of the samples in epoch k: int64 indices 1..size.
+function DataLoader:order(k)
+  if not self.shuffle then return core.arange(1, self.size + 1) end
+  if self.seed then return core.randperm(self.size, { seed = epoch_seed(self.seed, k) }) end
+  return core.randperm(self.size)
+end
+
+--- Iterates the next epoch (1 first, then 2, ...: each call moves on).
+function DataLoader:iter()
+  local epoch = self._next_epoch
+  self._next_epoch = epoch + 1
+  local order, tensors, names = self:order(epoch), self._tensors, self._names
+  local batches, batch_size, size = #self, self.batch_size, self.size
+  local b = 0
+  return function()
+    b = b + 1
+    if b > batches then return nil end
+    local first = (b - 1) * batch_size + 1
+    local index = order:narrow(1, first, math.min(batch_size, size - first + 1))
+    local out = {}
+    for i, t in ipairs(tensors) do out[i] = t:index_select(1, index) end
+    if names then
+      local named = {}
+      for i, name in ipairs(names) do named[name] = out[i] end
+      return named
+    end
+    return table.unpack(out, 1, #tensors)
+  end
+end
+
+--- set_epoch(k) then iter(): `for x, y in loader:epoch(k) do`.
+function DataLoader:epoch(k)
+  self:set_epoch(k)
+  return self:iter()
+end
+
+return data
