@@ -1,0 +1,56 @@
+-- Command-line options for recipes: `--name value` and `--flag`, with defaults
+-- and types taken from a spec table, and a usage text for --help.
+--
+--   local opts = cli.parse(arg, {
+--     {"epochs", 5, "passes over the training set"},
+--     {"resume", false, "continue from --checkpoint"}, ...
+--   }, "train_fashion_mlp.lua")
+
+local cli = {}
+
+local function usage(spec, program)
+  local lines = {("usage: lt %s [options]"):format(program), "options:"}
+  for _, s in ipairs(spec) do
+    lines[#lines + 1] = ("  --%-14s %s (default: %s)"):format(s[1], s[3], tostring(s[2]))
+  end
+  return table.concat(lines, "\n")
+end
+
+-- Returns the options table, or raises an error naming the bad option.
+function cli.parse(argv, spec, program)
+  local opts, by_name = {}, {}
+  for _, s in ipairs(spec) do
+    opts[s[1]] = s[2]
+    by_name[s[1]] = s
+  end
+  local i = 1
+  while argv[i] do
+    local a = argv[i]
+    if a == "-h" or a == "--help" then
+      print(usage(spec, program))
+      os.exit(0)
+    end
+    local name = a:match("^%-%-([%w_%-]+)$")
+    local s = name and by_name[name:gsub("-", "_")]
+    if not s then error(("%s: unknown option '%s'\n%s"):format(program, a, usage(spec, program)), 0) end
+    name = s[1]
+    local default = s[2]
+    if type(default) == "boolean" then
+      opts[name] = true
+    else
+      local v = argv[i + 1]
+      if v == nil then error(("%s: option --%s needs a value"):format(program, name), 0) end
+      if type(default) == "number" then
+        local n = math.tointeger(tonumber(v)) or tonumber(v)
+        if not n then error(("%s: option --%s expects a number, got '%s'"):format(program, name, v), 0) end
+        v = n
+      end
+      opts[name] = v
+      i = i + 1
+    end
+    i = i + 1
+  end
+  return opts
+end
+
+return cli

@@ -1,0 +1,195 @@
+-- What the training recipes share: evaluation and resumable checkpoints.
+--
+-- A checkpoint is one safetensors file (lt.save): the model's state_dict under
+-- "model.<name>", the optimizer's state tensors under "optim.<index>.<buffer>",
+-- and in the metadata the epoch, lt's RNG state and the optimizer's (and
+-- scheduler's) scalar state, serialised as Lua table constructors. Loading it
+-- restores all of these, so a resumed run continues exactly as an
+-- uninterrupted one would.
+
+local core = require "lt.core"
+
+local training = {}
+
+-- Serialises a tree of numbers, strings and booleans (optimizer groups,
+-- scheduler state) as a Lua constructor; integers and floats round-trip exactly.
+local function serialise(v)
+  local t = type(v)
+  if t == "number" then
+    if math.type(v) == "integer" then return string.format("%d", v) end
+    if v ~= v then return "0/0" end
+    if v == math.huge then return "math.huge" elseif v == -math.huge then return "-math.huge" end
+    return string.format("%.17g", v)
+  elseif t == "string" then
+    return string.format("%q", v)
+  elseif t == "boolean" then
+    return tostring(v)
+  elseif t == "table" then
+    local parts, keys = {}, {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b)
+      if type(a) == type(b) then return a < b end
+      return type(a) == "number"
+    end)
+    for _, k in ipairs(keys) do
+      local key = type(k) == "number" and ("[" .. serialise(k) .. "]") or ("[" .. string.format("%q", k) .. "]")
+      parts[#parts + 1] = key .. "=" .. serialise(v[k])
+    end
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+  error("training: cannot save a value of type " .. t .. " in a checkpoint", 3)
+end
+
+local function deserialise(text, what)
+  local chunk, err = load("return " .. text, "=" .. what, "t", {math = {huge = math.huge}})
+  if not chunk then error("training: corrupt checkpoint field " .. what .. ": " .. err, 3) end
+  return chunk()
+end
+
+-- Writes model, optimizer (optional), scheduler (optional) and epoch to path.
+function training.save_checkpoint(path, parts)
+  local tensors, meta = {}, {epoch = tostring(parts.epoch or 0), rng = core.get_rng_state()}
+  for name, t in pairs(parts.model:state_dict()) do tensors["model." .. name] = t end
+  if parts.optimizer then
+    local sd = parts.optimizer:state_dict()
+    local scalars = {}
+    for index, state in pairs(sd.state) do
+      local s = {}
+      for key, value in pairs(state) do
+        if core.is_tensor(value) then tensors[("optim.%d.%s"):format(index, key)] = value
+        else s[key] = value end
+      end
+      scalars[index] = s
+    end
+    meta.optim_state = serialise(scalars)
+    meta.optim_groups = serialise(sd.param_groups)
+  end
+  if parts.scheduler then meta.scheduler = serialise(parts.scheduler:state_dict()) end
+  core.save(path, tensors, {metadata = meta})
+end
+
+-- Restores what save_checkpoint wrote into the given model/optimizer/scheduler
+-- and lt's RNG; returns the saved epoch.
+function training.load_checkpoint(path, parts)
+  local tensors, meta = core.load(path)
+  local model_sd = {}
+  for name, t in pairs(tensors) do
+    local key = name:match("^model%.(.+)$")
+    if key then model_sd[key] = t end
+  end
+  parts.model:load_state_dict(model_sd)
+  if parts.optimizer then
+    if not meta.optim_state then error("training: " .. path .. " holds no optimizer state", 2) end
+    local state = deserialise(meta.optim_state, "optim_state")
+    for name, t in pairs(tensors) do
+      local index, key = name:match("^optim%.(%d+)%.(.+)$")
+      if index then
+        index = math.tointeger(tonumber(index))
+        state[index] = state[index] or {}
+        state[index][key] = t
+      end
+    end
+    parts.optimizer:load_state_dict({state = state, param_groups = deserialise(meta.optim_groups, "optim_groups")})
+  end
+  if parts.scheduler and meta.scheduler then
+    parts.scheduler:load_state_dict(deserialise(meta.scheduler, "scheduler"))
+  end
+  core.set_rng_state(meta.rng)
+  return math.tointeger(tonumber(meta.epoch)) or 0
+end
+
+-- Accuracy and mean loss of model over loader, without a graph. prepare turns
+-- a batch's images into the model's input.
+function training.evaluate(model, loader, prepare, loss_fn)
+  local lt = require "lt"
+  local was_training = model.training
+  model:eval()
+  local correct, seen, loss_sum = 0, 0, 0.0
+  lt.no_grad(function()
+    for images, labels in loader:iter() do
+      local logits = model(prepare(images))
+      if loss_fn then loss_sum = loss_sum + loss_fn(logits, labels):item() * labels:size(1) end
+      correct = correct + logits:argmax(2):eq(labels):sum():item()
+      seen = seen + labels:size(1)
+    end
+  end)
+  model:train(was_training)
+  return correct / seen, loss_sum / seen
+end
+
+-- The options every Fashion-MNIST recipe takes, after the recipe's own.
+function training.fashion_options(own)
+  local spec = {
+    {"batch_size", 128, "examples per step"},
+    {"threads", 0, "threads (0: all cores)"},
+    {"checkpoint", "", "file to save model and optimizer to after every epoch"},
+    {"resume", false, "continue from --checkpoint"},
+    {"limit", 0, "train on the first N images only (0: all)"},
+    {"seed", 1, "random seed (initialisation and shuffling)"},
+    {"data", "/usr/share/datasets/fashion-mnist", "directory of the Fashion-MNIST IDX files"},
+  }
+  for i = #own, 1, -1 do table.insert(spec, 1, own[i]) end
+  return spec
+end
+
+-- uint8 pixels to the normalised float input (Fashion-MNIST's mean and std).
+function training.fashion_prepare(images)
+  return images:float():div_(255):sub_(0.2860):div_(0.3530)
+end
+
+-- Seeds lt, sets threads and returns the train and test loaders.
+function training.fashion_loaders(opts)
+  local lt = require "lt"
+  if opts.threads > 0 then lt.set_num_threads(opts.threads) end
+  lt.manual_seed(opts.seed)
+  local train_x, train_y = lt.data.fashion_mnist("train", {dir = opts.data})
+  local test_x, test_y = lt.data.fashion_mnist("test", {dir = opts.data})
+  if opts.limit > 0 then
+    train_x, train_y = train_x:narrow(1, 1, opts.limit), train_y:narrow(1, 1, opts.limit)
+  end
+  local train = lt.data.DataLoader({train_x, train_y},
+    {batch_size = opts.batch_size, shuffle = true, seed = opts.seed})
+  local test = lt.data.DataLoader({test_x, test_y}, {batch_size = 1000})
+  return train, test
+end
+
+-- The training loop of the recipes: epochs of shuffled batches with a progress
+-- bar, test accuracy after each epoch, a checkpoint after each epoch when
+-- asked, resuming from one. Prints "test accuracy 0.XXXX" last; returns it.
+function training.fit(model, optimizer, train, test, opts)
+  local F = require("lt").nn.functional
+  local progress = require "lt.progress"
+  local prepare = opts.prepare or training.fashion_prepare
+  local first_epoch = 1
+  if opts.resume then
+    if opts.checkpoint == "" then error("--resume needs --checkpoint FILE", 0) end
+    first_epoch = training.load_checkpoint(opts.checkpoint, {model = model, optimizer = optimizer}) + 1
+    print(("resumed from %s after epoch %d"):format(opts.checkpoint, first_epoch - 1))
+  end
+  local accuracy
+  for epoch = first_epoch, opts.epochs do
+    model:train()
+    local bar = progress.new(#train, {label = ("epoch %d/%d"):format(epoch, opts.epochs)})
+    local loss_sum, steps = 0.0, 0
+    train:set_epoch(epoch)
+    for images, labels in train:iter() do
+      local loss = F.cross_entropy(model(prepare(images)), labels)
+      optimizer:zero_grad()
+      loss:backward()
+      optimizer:step()
+      local l = loss:item() -- a number: keeps no graph alive
+      loss_sum, steps = loss_sum + l, steps + 1
+      bar:step({loss = l})
+    end
+    accuracy = training.evaluate(model, test, prepare)
+    bar:finish({loss = loss_sum / steps, ["test acc"] = accuracy})
+    if opts.checkpoint ~= "" then
+      training.save_checkpoint(opts.checkpoint, {model = model, optimizer = optimizer, epoch = epoch})
+    end
+  end
+  accuracy = accuracy or training.evaluate(model, test, prepare)
+  print(("test accuracy %.4f"):format(accuracy))
+  return accuracy
+end
+
+return training

@@ -1,0 +1,44 @@
+-- lt's side of the training-step benchmark (scripts/bench/run.sh): the same
+-- models, data shapes, losses and optimizers as step_torch.py. Prints one line:
+-- model batch threads ms_per_step peak_rss_mib peak_allocated_mib.
+--   lt scripts/bench/step.lua mlp|cnn BATCH THREADS STEPS
+local lt = lt or require "lt"
+local nn, optim = lt.nn, lt.optim
+
+local model_name, batch, threads, steps = arg[1], tonumber(arg[2]), tonumber(arg[3]), tonumber(arg[4])
+lt.set_num_threads(threads)
+lt.manual_seed(0)
+
+local model
+if model_name == "mlp" then
+  model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
+    nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+else
+  model = nn.Sequential(
+    nn.Conv2d(1, 32, 3, {padding = 1}), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(32, 64, 3, {padding = 1}), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
+end
+local opt = model_name == "mlp" and optim.SGD(model:parameters(), {lr = 0.01, momentum = 0.9})
+  or optim.Adam(model:parameters(), {lr = 1e-3})
+local x = lt.randn(batch, 1, 28, 28)
+local y = lt.randint(1, 10, {batch})
+local loss_fn = nn.CrossEntropyLoss()
+
+local function step()
+  opt:zero_grad()
+  local loss = loss_fn(model(x), y)
+  loss:backward()
+  opt:step()
+end
+
+for _ = 1, 3 do step() end -- warm up, as the PyTorch side
+lt.memory.reset_peak()
+local best = math.huge
+for _ = 1, steps do
+  local t0 = lt.clock()
+  step()
+  best = math.min(best, lt.clock() - t0)
+end
+print(string.format("%s %d %d %.3f %.1f %.1f", model_name, batch, threads, best * 1e3,
+  lt.peak_rss() / 2^20, lt.memory.max_allocated() / 2^20))

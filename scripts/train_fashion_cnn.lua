@@ -1,0 +1,29 @@
+-- Fashion-MNIST with a small convolutional network: two blocks of
+-- conv3x3-BatchNorm-ReLU-maxpool (32 and 64 channels), then 3136-128-10, Adam.
+-- The loop, checkpoints and progress bar are lua/lt/training.lua's.
+-- The last line printed is "test accuracy 0.XXXX".
+--   lt scripts/train_fashion_cnn.lua [--epochs 3] [--lr 0.001] [--checkpoint F [--resume]] ...
+--   lt scripts/train_fashion_cnn.lua --help
+local lt = lt or require "lt"
+local nn, optim = lt.nn, lt.optim
+local cli, training = require "lt.cli", require "lt.training"
+
+local opts = cli.parse(arg, training.fashion_options {
+  {"epochs", 3, "passes over the training set"},
+  {"lr", 0.001, "learning rate"},
+}, "scripts/train_fashion_cnn.lua")
+local train, test = training.fashion_loaders(opts)
+
+local function block(cin, cout)
+  return nn.Sequential(
+    nn.Conv2d(cin, cout, 3, {padding = 1}), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2))
+end
+local model = nn.Sequential(
+  block(1, 32),   -- 32 x 14 x 14
+  block(32, 64),  -- 64 x 7 x 7
+  nn.Flatten(),
+  nn.Linear(3136, 128), nn.ReLU(),
+  nn.Linear(128, 10))
+print(model)
+local opt = optim.Adam(model:parameters(), {lr = opts.lr})
+training.fit(model, opt, train, test, opts)

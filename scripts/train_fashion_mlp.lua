@@ -1,0 +1,24 @@
+-- Fashion-MNIST with a multi-layer perceptron (784-256-128-10), SGD with
+-- momentum. The loop, checkpoints and progress bar are lua/lt/training.lua's.
+-- The last line printed is "test accuracy 0.XXXX".
+--   lt scripts/train_fashion_mlp.lua [--epochs 10] [--lr 0.05] [--checkpoint F [--resume]] ...
+--   lt scripts/train_fashion_mlp.lua --help
+local lt = lt or require "lt"
+local nn, optim = lt.nn, lt.optim
+local cli, training = require "lt.cli", require "lt.training"
+
+local opts = cli.parse(arg, training.fashion_options {
+  {"epochs", 10, "passes over the training set"},
+  {"lr", 0.05, "learning rate"},
+  {"momentum", 0.9, "SGD momentum"},
+}, "scripts/train_fashion_mlp.lua")
+local train, test = training.fashion_loaders(opts)
+
+local model = nn.Sequential(
+  nn.Flatten(),
+  nn.Linear(784, 256), nn.ReLU(),
+  nn.Linear(256, 128), nn.ReLU(),
+  nn.Linear(128, 10))
+print(model)
+local opt = optim.SGD(model:parameters(), {lr = opts.lr, momentum = opts.momentum})
+training.fit(model, opt, train, test, opts)
