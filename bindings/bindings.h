@@ -25,6 +25,12 @@ void ltb_open_category(lua_State *L, int core_idx);
 /* lt.clock, lt.peak_rss, lt.stdout_is_tty (bindings/system.c). */
 void ltb_open_system(lua_State *L, int core_idx);
 
+/* t:backward, lt.no_grad, lt.enable_grad, lt.is_grad_enabled,
+ * lt.set_grad_enabled and lt.core._autograd_function (lt.autograd.Function). */
+void ltb_open_autograd(lua_State *L, int methods_idx, int core_idx);
+/* lt.core._functional: the nn ops behind lt.nn.functional. */
+void ltb_open_nn(lua_State *L, int core_idx);
+
 /* Closures over one elementwise op (the metamethods use them too). */
 void ltb_push_binary_function(lua_State *L, lt_binary_op op);
 void ltb_push_unary_function(lua_State *L, lt_unary_op op);

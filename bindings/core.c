@@ -146,9 +146,11 @@ int luaopen_lt_core(lua_State *L) {
   ltb_open_tensor_reduce(L, methods, core);
   ltb_open_tensor_create(L, methods, core);
   ltb_open_io(L, methods, core);
+  ltb_open_autograd(L, methods, core);
   ltb_open_tensor_handle(L, methods);
   lua_setfield(L, core, "Tensor");
   ltb_open_memory(L, core);
+  ltb_open_nn(L, core);
   ltb_open_category(L, core);
   ltb_open_optim(L, core);
   ltb_open_system(L, core);

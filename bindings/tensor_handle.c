@@ -172,14 +172,14 @@ static int assign_integer(lua_State *L) {
 
 /* ---- fields ---- */
 
-enum field { F_SHAPE = 1, F_DTYPE, F_DEVICE, F_REQUIRES_GRAD, F_GRAD, F_NDIM, F_IS_LEAF };
+enum field { F_SHAPE = 1, F_DTYPE, F_DEVICE, F_REQUIRES_GRAD, F_GRAD, F_NDIM, F_IS_LEAF, F_GRAD_FN };
 
 static const struct {
   const char *name;
   enum field field;
 } fields[] = {{"shape", F_SHAPE},   {"dtype", F_DTYPE}, {"device", F_DEVICE},
               {"requires_grad", F_REQUIRES_GRAD},       {"grad", F_GRAD},
-              {"ndim", F_NDIM},     {"is_leaf", F_IS_LEAF}};
+              {"ndim", F_NDIM},     {"is_leaf", F_IS_LEAF}, {"grad_fn", F_GRAD_FN}};
 
 void ltb_push_shape(lua_State *L, const lt_tensor *t) {
   lua_createtable(L, t->ndim, 0);
@@ -215,7 +215,13 @@ static int get_field(lua_State *L, lt_tensor *t, enum field f) {
     case F_REQUIRES_GRAD: lua_pushboolean(L, t->requires_grad); return 1;
     case F_GRAD: return push_grad(L, t);
     case F_NDIM: lua_pushinteger(L, t->ndim); return 1;
-    case F_IS_LEAF: lua_pushboolean(L, t->autograd == NULL); return 1;
+    case F_IS_LEAF: lua_pushboolean(L, lt_is_leaf(t)); return 1;
+    case F_GRAD_FN: { /* the node's name ("MulBackward"), nil for a leaf */
+      const char *name = lt_grad_fn_name(t);
+      if (name) lua_pushstring(L, name);
+      else lua_pushnil(L);
+      return 1;
+    }
   }
   return 0;
 }
@@ -261,7 +267,9 @@ static void set_grad(lua_State *L, lt_tensor *t) {
 
 void ltb_set_requires_grad(lua_State *L, lt_tensor *t, bool on, const char *op) {
   if (on) ltb_check_grad_dtype(L, t->dtype, op);
-  t->requires_grad = on;
+  /* The engine keeps the rules (a non-leaf cannot stop requiring grad). */
+  lt_status st = lt_requires_grad_(t, on);
+  if (st != LT_OK) ltb_raise(L, st);
 }
 
 static int tensor_index(lua_State *L) {

@@ -39,6 +39,14 @@ static lt_tensor *hold(ag_calc *c, lt_status st, lt_tensor *t) {
     return hold(c, st_, r_);         \
   } while (0)
 
+lt_tensor *ag_keep(ag_calc *c, lt_status st, lt_tensor *t) {
+  if (c->st != LT_OK) {
+    if (t) lt_tensor_release(t);
+    return NULL;
+  }
+  return hold(c, st, t);
+}
+
 lt_tensor *ag_out(ag_calc *c, const lt_tensor *t) {
   if (c->st != LT_OK || !t) return NULL;
   lt_tensor_retain((lt_tensor *)t);

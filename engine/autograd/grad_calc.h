@@ -21,6 +21,9 @@ lt_status ag_calc_end(ag_calc *c);
 /* Hands t to the caller as a new reference (for grad_in[i]); NULL after a
  * failure. */
 lt_tensor *ag_out(ag_calc *c, const lt_tensor *t);
+/* Holds t, the result of a call made outside these helpers that returned st
+ * (recorded as the failure when not LT_OK); returns t or NULL. */
+lt_tensor *ag_keep(ag_calc *c, lt_status st, lt_tensor *t);
 
 lt_tensor *ag_bin(ag_calc *c, lt_binary_op op, const lt_tensor *a, const lt_tensor *b);
 lt_tensor *ag_bin_s(ag_calc *c, lt_binary_op op, const lt_tensor *a, double s); /* a op s */

@@ -13,7 +13,7 @@
 #include "lt/autograd.h"
 #include "lt/ops.h"
 
-#define AG_MAX_SAVED 3
+#define AG_MAX_SAVED 4
 
 typedef struct ag_node ag_node;
 

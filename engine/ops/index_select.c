@@ -4,6 +4,7 @@
  * kernel can replace it without changing the entry point. */
 #include <stdlib.h>
 
+#include "autograd/record_nn.h"
 #include "cpu/cpu_index.h"
 #include "lt/index.h"
 #include "lt/ops.h"
@@ -64,8 +65,8 @@ static lt_status read_rows(const lt_tensor *index, int64_t base, int dim, int64_
   return st;
 }
 
-lt_status lt_index_select(const lt_tensor *t, int dim, const lt_tensor *index,
-                          int64_t index_base, lt_tensor **out) {
+static lt_status gather(const lt_tensor *t, int dim, const lt_tensor *index, int64_t index_base,
+                        lt_tensor **out) {
   *out = NULL;
   LT_TRY(check_arguments(t, dim, index));
   int64_t n = lt_numel(index);
@@ -91,5 +92,16 @@ lt_status lt_index_select(const lt_tensor *t, int dim, const lt_tensor *index,
   }
   st = lt_to_device(result, t->storage->device, out);
   lt_tensor_release(result);
+  return st;
+}
+
+lt_status lt_index_select(const lt_tensor *t, int dim, const lt_tensor *index,
+                          int64_t index_base, lt_tensor **out) {
+  /* Off while t is copied to the host and back: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = gather(t, dim, index, index_base, out);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_index_select(t, dim, index, index_base, *out);
+  if (st != LT_OK && *out) lt_tensor_release(*out), *out = NULL;
   return st;
 }

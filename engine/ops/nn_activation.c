@@ -7,7 +7,7 @@ static lt_status check_approx(const char *op, lt_gelu_approx approx) {
   return lt_error(LT_ERR_ARG, "%s: approximate must be 'none' or 'tanh', got %d", op, (int)approx);
 }
 
-lt_status lt_gelu(const lt_tensor *x, lt_gelu_approx approx, lt_tensor **out) {
+static lt_status gelu_forward(const lt_tensor *x, lt_gelu_approx approx, lt_tensor **out) {
   const char *op = "gelu";
   *out = NULL;
   LT_TRY(nn_check_float(op, "input", x));
@@ -24,6 +24,16 @@ lt_status lt_gelu(const lt_tensor *x, lt_gelu_approx approx, lt_tensor **out) {
   if (st == LT_OK) st = nn_deliver(r, x->dtype, out);
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_gelu(const lt_tensor *x, lt_gelu_approx approx, lt_tensor **out) {
+  *out = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = gelu_forward(x, approx, out);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_gelu(x, approx, *out);
+  return nn_settle(st, out, NULL);
 }
 
 lt_status lt_gelu_backward(const lt_tensor *grad_out, const lt_tensor *x, lt_gelu_approx approx,
@@ -76,8 +86,8 @@ static lt_status masked_scale(const char *op, const lt_tensor *x, const lt_tenso
 /* 1 / (1 - p), and 0 when p is 1: every element is dropped then. */
 static double keep_scale(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
 
-lt_status lt_dropout(const lt_tensor *x, double p, bool training, lt_tensor **out,
-                     lt_tensor **mask) {
+static lt_status dropout_forward(const lt_tensor *x, double p, bool training, lt_tensor **out,
+                                 lt_tensor **mask) {
   const char *op = "dropout";
   *out = NULL;
   if (mask) *mask = NULL;
@@ -94,6 +104,19 @@ lt_status lt_dropout(const lt_tensor *x, double p, bool training, lt_tensor **ou
   else
     lt_tensor_release(m);
   return st;
+}
+
+lt_status lt_dropout(const lt_tensor *x, double p, bool training, lt_tensor **out,
+                     lt_tensor **mask) {
+  *out = NULL;
+  lt_tensor *m = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = dropout_forward(x, p, training, out, &m);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_dropout(x, m, p, *out);
+  nn_hand_over(st, m, mask);
+  return nn_settle(st, out, NULL);
 }
 
 lt_status lt_dropout_backward(const lt_tensor *grad_out, const lt_tensor *mask, double p,

@@ -37,10 +37,11 @@ static lt_status store_running(lt_tensor *running, lt_tensor *updated) {
   return lt_copy_(running, updated);
 }
 
-lt_status lt_batch_norm(const lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
-                        const lt_tensor *weight, const lt_tensor *bias, bool training,
-                        double momentum, double eps, lt_tensor **out, lt_tensor **save_mean,
-                        lt_tensor **save_invstd) {
+static lt_status batch_norm_forward(const lt_tensor *x, lt_tensor *running_mean,
+                                    lt_tensor *running_var, const lt_tensor *weight,
+                                    const lt_tensor *bias, bool training, double momentum,
+                                    double eps, lt_tensor **out, lt_tensor **save_mean,
+                                    lt_tensor **save_invstd) {
   const char *op = "batch_norm";
   *out = NULL;
   if (save_mean) *save_mean = NULL;
@@ -100,6 +101,24 @@ lt_status lt_batch_norm(const lt_tensor *x, lt_tensor *running_mean, lt_tensor *
   }
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_batch_norm(const lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
+                        const lt_tensor *weight, const lt_tensor *bias, bool training,
+                        double momentum, double eps, lt_tensor **out, lt_tensor **save_mean,
+                        lt_tensor **save_invstd) {
+  *out = NULL;
+  lt_tensor *mean = NULL, *invstd = NULL;
+  /* Off while the operands are converted and the running statistics are
+   * written: neither is differentiable. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = batch_norm_forward(x, running_mean, running_var, weight, bias, training, momentum,
+                                    eps, out, &mean, &invstd);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_batch_norm(x, weight, bias, mean, invstd, training, *out);
+  nn_hand_over(st, mean, save_mean);
+  nn_hand_over(st, invstd, save_invstd);
+  return nn_settle(st, out, NULL);
 }
 
 lt_status lt_batch_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,

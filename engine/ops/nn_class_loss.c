@@ -181,7 +181,14 @@ static lt_status class_backward(const char *op, bool fused, const lt_tensor *gra
 lt_status lt_cross_entropy(const lt_tensor *logits, const lt_tensor *target,
                            const lt_tensor *weight, const lt_class_loss_opts *o,
                            lt_tensor **loss, lt_tensor **logsumexp) {
-  return class_forward("cross_entropy", true, logits, target, weight, o, loss, logsumexp);
+  lt_tensor *lse = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = class_forward("cross_entropy", true, logits, target, weight, o, loss, &lse);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_cross_entropy(logits, target, weight, lse, o, *loss);
+  nn_hand_over(st, lse, logsumexp);
+  return nn_settle(st, loss, NULL);
 }
 
 lt_status lt_cross_entropy_backward(const lt_tensor *grad_loss, const lt_tensor *logits,
@@ -194,7 +201,12 @@ lt_status lt_cross_entropy_backward(const lt_tensor *grad_loss, const lt_tensor 
 
 lt_status lt_nll_loss(const lt_tensor *log_probs, const lt_tensor *target,
                       const lt_tensor *weight, const lt_class_loss_opts *o, lt_tensor **loss) {
-  return class_forward("nll_loss", false, log_probs, target, weight, o, loss, NULL);
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = class_forward("nll_loss", false, log_probs, target, weight, o, loss, NULL);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_nll_loss(log_probs, target, weight, o, *loss);
+  return nn_settle(st, loss, NULL);
 }
 
 lt_status lt_nll_loss_backward(const lt_tensor *grad_loss, const lt_tensor *log_probs,

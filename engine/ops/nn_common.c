@@ -101,6 +101,21 @@ lt_status nn_deliver_all(lt_dtype dt, int n, lt_tensor *const *results, lt_tenso
   return st;
 }
 
+lt_status nn_settle(lt_status st, lt_tensor **out, lt_tensor **extra) {
+  if (st == LT_OK) return LT_OK;
+  if (out && *out) lt_tensor_release(*out), *out = NULL;
+  if (extra && *extra) lt_tensor_release(*extra), *extra = NULL;
+  return st;
+}
+
+void nn_hand_over(lt_status st, lt_tensor *t, lt_tensor **dst) {
+  if (dst) *dst = NULL;
+  if (st == LT_OK && dst)
+    *dst = t;
+  else if (t)
+    lt_tensor_release(t);
+}
+
 lt_status nn_backend(const char *op, lt_device dev, const lt_nn_backend **out) {
   const lt_nn_backend *b = lt_nn_backend_for(dev);
   if (!b) {

@@ -48,8 +48,11 @@ static lt_status check_conv2d(const char *op, const lt_tensor *x, const lt_tenso
                     ops_shape_str(sw, w->shape, w->ndim));
   const int64_t c = x->shape[1], o_ch = w->shape[0], g = o->groups;
   if (c != w->shape[1] * g)
-    return lt_error(LT_ERR_SHAPE, "%s: input has %lld channels but weight expects %lld (groups %lld)",
-                    op, (long long)c, (long long)(w->shape[1] * g), (long long)g);
+    return lt_error(LT_ERR_SHAPE,
+                    "%s: input %s has %lld channels but weight %s expects %lld (groups %lld)", op,
+                    ops_shape_str(sx, x->shape, x->ndim), (long long)c,
+                    ops_shape_str(sw, w->shape, w->ndim), (long long)(w->shape[1] * g),
+                    (long long)g);
   if (o_ch % g != 0)
     return lt_error(LT_ERR_SHAPE,
                     "%s: weight %s has %lld output channels, which groups %lld does not divide", op,
@@ -77,8 +80,8 @@ static lt_status check_conv2d(const char *op, const lt_tensor *x, const lt_tenso
   return LT_OK;
 }
 
-lt_status lt_conv2d(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
-                    const lt_conv2d_opts *o, lt_tensor **out) {
+static lt_status conv2d_forward(const lt_tensor *x, const lt_tensor *weight,
+                                const lt_tensor *bias, const lt_conv2d_opts *o, lt_tensor **out) {
   const char *op = "conv2d";
   int64_t shape[4];
   LT_TRY(check_conv2d(op, x, weight, bias, o, shape));
@@ -96,6 +99,17 @@ lt_status lt_conv2d(const lt_tensor *x, const lt_tensor *weight, const lt_tensor
   if (st == LT_OK) st = nn_deliver(r, x->dtype, out);
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_conv2d(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
+                    const lt_conv2d_opts *o, lt_tensor **out) {
+  *out = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = conv2d_forward(x, weight, bias, o, out);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_conv2d(x, weight, bias, o, *out);
+  return nn_settle(st, out, NULL);
 }
 
 lt_status lt_conv2d_backward(const lt_tensor *grad_out, const lt_tensor *x,

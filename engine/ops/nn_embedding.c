@@ -21,8 +21,8 @@ static lt_status padding_row(const char *op, const lt_embedding_opts *o, int64_t
   return LT_OK;
 }
 
-lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *indices,
-                       const lt_embedding_opts *o, lt_tensor **out) {
+static lt_status embedding_forward(const lt_tensor *weight, const lt_tensor *indices,
+                                   const lt_embedding_opts *o, lt_tensor **out) {
   const char *op = "embedding";
   *out = NULL;
   LT_TRY(nn_check_float(op, "weight", weight));
@@ -60,6 +60,17 @@ lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *indices,
   if (st == LT_OK) lt_tensor_retain(r), *out = r;
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *indices,
+                       const lt_embedding_opts *o, lt_tensor **out) {
+  *out = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = embedding_forward(weight, indices, o, out);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_embedding(weight, indices, o, *out);
+  return nn_settle(st, out, NULL);
 }
 
 lt_status lt_embedding_backward(const lt_tensor *grad_out, const lt_tensor *indices,

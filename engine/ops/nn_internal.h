@@ -4,6 +4,7 @@
 #ifndef LT_OPS_NN_INTERNAL_H
 #define LT_OPS_NN_INTERNAL_H
 
+#include "autograd/record_nn.h"
 #include "core/nn_backend.h"
 #include "lt/nn.h"
 #include "ops/ops_internal.h"
@@ -57,6 +58,16 @@ bool nn_same_shape(const int64_t *a, int na, const int64_t *b, int nb);
 /* For each non-NULL results[i]: *outs[i] = results[i] delivered as dt. On
  * failure none is left delivered (each *outs[i] is NULL). */
 lt_status nn_deliver_all(lt_dtype dt, int n, lt_tensor *const *results, lt_tensor **const *outs);
+
+/* What an op entry point does after its forward (run with grad mode off)
+ * and its record call: on failure drops the result (and *extra, when given)
+ * so that the caller gets nothing; returns st. */
+lt_status nn_settle(lt_status st, lt_tensor **out, lt_tensor **extra);
+
+/* An extra result the op computed for its node (statistics, a mask) given to
+ * the caller when st is LT_OK and the caller asked for it (dst not NULL),
+ * released otherwise. */
+void nn_hand_over(lt_status st, lt_tensor *t, lt_tensor **dst);
 
 /* The kernels of dev or an error naming op. */
 lt_status nn_backend(const char *op, lt_device dev, const lt_nn_backend **out);

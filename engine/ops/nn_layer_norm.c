@@ -43,9 +43,10 @@ static void row_geometry(const lt_tensor *x, int nndim, int64_t *m, int64_t *d,
   }
 }
 
-lt_status lt_layer_norm(const lt_tensor *x, const int64_t *normalized_shape, int normalized_ndim,
-                        const lt_tensor *weight, const lt_tensor *bias, double eps,
-                        lt_tensor **out, lt_tensor **mean, lt_tensor **rstd) {
+static lt_status layer_norm_forward(const lt_tensor *x, const int64_t *normalized_shape,
+                                    int normalized_ndim, const lt_tensor *weight,
+                                    const lt_tensor *bias, double eps, lt_tensor **out,
+                                    lt_tensor **mean, lt_tensor **rstd) {
   const char *op = "layer_norm";
   *out = NULL;
   if (mean) *mean = NULL;
@@ -83,6 +84,22 @@ lt_status lt_layer_norm(const lt_tensor *x, const int64_t *normalized_shape, int
   }
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_layer_norm(const lt_tensor *x, const int64_t *normalized_shape, int normalized_ndim,
+                        const lt_tensor *weight, const lt_tensor *bias, double eps,
+                        lt_tensor **out, lt_tensor **mean, lt_tensor **rstd) {
+  *out = NULL;
+  lt_tensor *mu = NULL, *rs = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = layer_norm_forward(x, normalized_shape, normalized_ndim, weight, bias, eps, out,
+                                    &mu, &rs);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_layer_norm(x, normalized_ndim, weight, bias, mu, rs, *out);
+  nn_hand_over(st, mu, mean);
+  nn_hand_over(st, rs, rstd);
+  return nn_settle(st, out, NULL);
 }
 
 lt_status lt_layer_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,

@@ -24,8 +24,8 @@ static lt_status check_linear(const lt_tensor *x, const lt_tensor *w, const lt_t
   return nn_check_vector(op, "bias", b, w->shape[0]);
 }
 
-lt_status lt_linear(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
-                    lt_tensor **out) {
+static lt_status linear_forward(const lt_tensor *x, const lt_tensor *weight,
+                                const lt_tensor *bias, lt_tensor **out) {
   LT_TRY(check_linear(x, weight, bias));
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
@@ -54,6 +54,17 @@ lt_status lt_linear(const lt_tensor *x, const lt_tensor *weight, const lt_tensor
   if (st == LT_OK) st = nn_deliver(r, x->dtype, out);
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_linear(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
+                    lt_tensor **out) {
+  *out = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = linear_forward(x, weight, bias, out);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_linear(x, weight, bias, *out);
+  return nn_settle(st, out, NULL);
 }
 
 lt_status lt_linear_backward(const lt_tensor *grad_out, const lt_tensor *x,

@@ -31,8 +31,8 @@ static lt_status prepare_pair(nn_scope *s, const lt_tensor *a, const lt_tensor *
   return LT_OK;
 }
 
-lt_status lt_mse_loss(const lt_tensor *a, const lt_tensor *b, lt_reduction reduction,
-                      lt_tensor **loss) {
+static lt_status mse_forward(const lt_tensor *a, const lt_tensor *b, lt_reduction reduction,
+                             lt_tensor **loss) {
   const char *op = "mse_loss";
   *loss = NULL;
   int64_t shape[LT_MAX_DIMS];
@@ -51,6 +51,17 @@ lt_status lt_mse_loss(const lt_tensor *a, const lt_tensor *b, lt_reduction reduc
   if (st == LT_OK) st = nn_deliver(r, a->dtype, loss);
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_mse_loss(const lt_tensor *a, const lt_tensor *b, lt_reduction reduction,
+                      lt_tensor **loss) {
+  *loss = NULL;
+  /* Off while the operands are expanded and converted: no history needed. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = mse_forward(a, b, reduction, loss);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_mse_loss(a, b, reduction, *loss);
+  return nn_settle(st, loss, NULL);
 }
 
 /* The sum of t (of a broadcast shape) over the dims that broadcasting added

@@ -79,8 +79,8 @@ static void plane_view(lt_tensor *v, const lt_tensor *t, int64_t planes) {
   nn_view(v, t, shape, 3);
 }
 
-lt_status lt_max_pool2d(const lt_tensor *x, const lt_pool2d_opts *opts, lt_tensor **out,
-                        lt_tensor **indices) {
+static lt_status max_pool2d_forward(const lt_tensor *x, const lt_pool2d_opts *opts,
+                                    lt_tensor **out, lt_tensor **indices) {
   const char *op = "max_pool2d";
   lt_pool2d_opts o;
   int64_t shape[4], planes;
@@ -110,6 +110,18 @@ lt_status lt_max_pool2d(const lt_tensor *x, const lt_pool2d_opts *opts, lt_tenso
   }
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_max_pool2d(const lt_tensor *x, const lt_pool2d_opts *opts, lt_tensor **out,
+                        lt_tensor **indices) {
+  *out = NULL;
+  *indices = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = max_pool2d_forward(x, opts, out, indices);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_max_pool2d(x, *indices, *out);
+  return nn_settle(st, out, indices);
 }
 
 static lt_status describe_pool_index(const char *op, long long value, long long n,
@@ -163,7 +175,8 @@ lt_status lt_max_pool2d_backward(const lt_tensor *grad_out, const lt_tensor *ind
   return st;
 }
 
-lt_status lt_avg_pool2d(const lt_tensor *x, const lt_pool2d_opts *opts, lt_tensor **out) {
+static lt_status avg_pool2d_forward(const lt_tensor *x, const lt_pool2d_opts *opts,
+                                    lt_tensor **out) {
   const char *op = "avg_pool2d";
   lt_pool2d_opts o;
   int64_t shape[4], planes;
@@ -187,6 +200,16 @@ lt_status lt_avg_pool2d(const lt_tensor *x, const lt_pool2d_opts *opts, lt_tenso
   if (st == LT_OK) st = nn_deliver(r, x->dtype, out);
   nn_scope_end(&s);
   return st;
+}
+
+lt_status lt_avg_pool2d(const lt_tensor *x, const lt_pool2d_opts *opts, lt_tensor **out) {
+  *out = NULL;
+  /* Off while the operands are converted: those copies need no history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = avg_pool2d_forward(x, opts, out);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_avg_pool2d(x, opts, *out);
+  return nn_settle(st, out, NULL);
 }
 
 lt_status lt_avg_pool2d_backward(const lt_tensor *grad_out, const int64_t *input_shape,

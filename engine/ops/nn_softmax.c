@@ -62,12 +62,24 @@ static lt_status softmax_backward(const char *op, const lt_tensor *grad_out, con
   return st;
 }
 
+/* The forward with grad mode off (the operand conversions need no history),
+ * then the record call. */
+static lt_status softmax_op(const char *op, const lt_tensor *x, int64_t dim, bool log,
+                            lt_tensor **out) {
+  *out = NULL;
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = softmax_forward(op, x, dim, log, out);
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) st = ag_record_softmax(x, dim, log, *out);
+  return nn_settle(st, out, NULL);
+}
+
 lt_status lt_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out) {
-  return softmax_forward("softmax", x, dim, false, out);
+  return softmax_op("softmax", x, dim, false, out);
 }
 
 lt_status lt_log_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out) {
-  return softmax_forward("log_softmax", x, dim, true, out);
+  return softmax_op("log_softmax", x, dim, true, out);
 }
 
 lt_status lt_softmax_backward(const lt_tensor *grad_out, const lt_tensor *out, int64_t dim,

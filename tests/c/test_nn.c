@@ -503,7 +503,8 @@ static void test_errors(void) {
   CHECK_ERROR(lt_conv2d(x3, w1, NULL, &o, &out),
               "conv2d: expected input with 4 dimensions [N, C, H, W], got [3, 28, 28]");
   CHECK_ERROR(lt_conv2d(x4, w1, NULL, &o, &out),
-              "conv2d: input has 3 channels but weight expects 1 (groups 1)");
+              "conv2d: input [2, 3, 28, 28] has 3 channels but weight [8, 1, 3, 3] expects 1 "
+              "(groups 1)");
   CHECK_ERROR(lt_conv2d(x4, w64, NULL, &o, &out), "float64");
   CHECK_ERROR(lt_conv2d(x4, wbig, NULL, &o, &out), "smaller than the kernel 30 x 3");
   o.stride[0] = 0;

@@ -11,7 +11,7 @@
  * index is a 1-D (or 0-dim) int64 or int32 tensor whose values count from
  * index_base (1 for Lua users); a value outside dim's range is an
  * LT_ERR_INDEX error naming it. The result is a new contiguous tensor on t's
- * device (no gradient is recorded). */
+ * device; its gradient scatters back into t's rows (repeats summed). */
 lt_status lt_index_select(const lt_tensor *t, int dim, const lt_tensor *index,
                           int64_t index_base, lt_tensor **out);
 

@@ -7,6 +7,7 @@
 #include "lt/device.h"
 #include "lt/dtype.h"
 #include "lt/error.h"
+#include "lt/nn.h"
 #include "lt/ops.h"
 #include "lt/print.h"
 #include "lt/rng.h"
