@@ -1,5 +1,5 @@
 -- Fashion-MNIST with a multi-layer perceptron (784-256-128-10), SGD with
--- momentum. The loop, checkpoints and progress bar are lua/lt/training.lua's.
+-- momentum and a cosine learning-rate schedule. The loop, checkpoints and progress bar are lua/lt/training.lua's.
 -- The last line printed is "test accuracy 0.XXXX".
 --   lt scripts/train_fashion_mlp.lua [--epochs 10] [--lr 0.05] [--checkpoint F [--resume]] ...
 --   lt scripts/train_fashion_mlp.lua --help
@@ -21,4 +21,7 @@ local model = nn.Sequential(
   nn.Linear(128, 10))
 print(model)
 local opt = optim.SGD(model:parameters(), {lr = opts.lr, momentum = opts.momentum})
+-- Annealing to zero over the run settles the weights: the last epochs no longer
+-- bounce between minima (without it test accuracy wanders by about a point).
+opts.scheduler = optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = opts.epochs})
 training.fit(model, opt, train, test, opts)

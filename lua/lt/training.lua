@@ -155,7 +155,8 @@ end
 
 -- The training loop of the recipes: epochs of shuffled batches with a progress
 -- bar, test accuracy after each epoch, a checkpoint after each epoch when
--- asked, resuming from one. Prints "test accuracy 0.XXXX" last; returns it.
+-- asked, resuming from one. opts.scheduler (optional) steps once per epoch.
+-- Prints "test accuracy 0.XXXX" last; returns it.
 function training.fit(model, optimizer, train, test, opts)
   local F = require("lt").nn.functional
   local progress = require "lt.progress"
@@ -163,7 +164,8 @@ function training.fit(model, optimizer, train, test, opts)
   local first_epoch = 1
   if opts.resume then
     if opts.checkpoint == "" then error("--resume needs --checkpoint FILE", 0) end
-    first_epoch = training.load_checkpoint(opts.checkpoint, {model = model, optimizer = optimizer}) + 1
+    first_epoch = training.load_checkpoint(opts.checkpoint,
+      {model = model, optimizer = optimizer, scheduler = opts.scheduler}) + 1
     print(("resumed from %s after epoch %d"):format(opts.checkpoint, first_epoch - 1))
   end
   local accuracy
@@ -183,8 +185,10 @@ function training.fit(model, optimizer, train, test, opts)
     end
     accuracy = training.evaluate(model, test, prepare)
     bar:finish({loss = loss_sum / steps, ["test acc"] = accuracy})
+    if opts.scheduler then opts.scheduler:step() end
     if opts.checkpoint ~= "" then
-      training.save_checkpoint(opts.checkpoint, {model = model, optimizer = optimizer, epoch = epoch})
+      training.save_checkpoint(opts.checkpoint,
+        {model = model, optimizer = optimizer, scheduler = opts.scheduler, epoch = epoch})
     end
   end
   accuracy = accuracy or training.evaluate(model, test, prepare)
