@@ -1,15 +1,16 @@
 -- Fashion-MNIST with a small convolutional network: two blocks of
--- conv3x3-BatchNorm-ReLU-maxpool (32 and 64 channels), then 3136-128-10, Adam.
+-- conv3x3-BatchNorm-ReLU-maxpool (32 and 64 channels), then 3136-128-10, Adam
+-- with a cosine learning-rate schedule.
 -- The loop, checkpoints and progress bar are lua/lt/training.lua's.
 -- The last line printed is "test accuracy 0.XXXX".
---   lt scripts/train_fashion_cnn.lua [--epochs 3] [--lr 0.001] [--checkpoint F [--resume]] ...
+--   lt scripts/train_fashion_cnn.lua [--epochs 5] [--lr 0.001] [--checkpoint F [--resume]] ...
 --   lt scripts/train_fashion_cnn.lua --help
 local lt = lt or require "lt"
 local nn, optim = lt.nn, lt.optim
 local cli, training = require "lt.cli", require "lt.training"
 
 local opts = cli.parse(arg, training.fashion_options {
-  {"epochs", 3, "passes over the training set"},
+  {"epochs", 5, "passes over the training set"},
   {"lr", 0.001, "learning rate"},
 }, "scripts/train_fashion_cnn.lua")
 local train, test = training.fashion_loaders(opts)
@@ -26,4 +27,5 @@ local model = nn.Sequential(
   nn.Linear(128, 10))
 print(model)
 local opt = optim.Adam(model:parameters(), {lr = opts.lr})
+opts.scheduler = optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = opts.epochs})
 training.fit(model, opt, train, test, opts)
