@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -49,40 +50,70 @@ static size_t next_threshold(lt_device dev) {
 }
 
 /* Tensors of at least this size remember the script line that made them, for
- * out-of-memory messages; smaller ones skip the lookup. */
+ * out-of-memory messages; smaller ones skip the lookup, except while the
+ * memory history records (then every allocation carries its line). */
 #define ORIGIN_MIN_BYTES MIB
 
-static const char origins_key = 0; /* registry: interned origin strings */
+static const char origins_key = 0; /* registry: interned origin strings and mark labels */
+
+/* ltb_intern_top (memory.h): the allocator and the history keep the
+ * pointer, so the string lives as long as the state, in a registry table
+ * that is never replaced. */
+const char *ltb_intern_top(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &origins_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  lua_pushvalue(L, -2);
+  if (lua_rawget(L, -2) == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawset(L, -3); /* origins[s] = s */
+    lua_pushvalue(L, -2);
+  }
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+  return lua_tostring(L, -1);
+}
+
+/* lt's own Lua library (lua/lt/...): a tensor made there for the caller
+ * (F.linear, a module's forward) is charged to the caller's line. */
+static bool in_lt_library(const lua_Debug *ar) {
+  return strstr(ar->source, "lua/lt/") != NULL;
+}
+
+/* The line to blame: the first Lua function up the stack outside lt's
+ * library; the first Lua function at all when every one is inside it. */
+static bool find_origin_frame(lua_State *L, lua_Debug *ar) {
+  enum { MAX_LEVELS = 16 };
+  bool found = false;
+  lua_Debug candidate;
+  for (int level = 1; level <= MAX_LEVELS && lua_getstack(L, level, ar); level++) {
+    if (!lua_getinfo(L, "Sl", ar) || ar->currentline <= 0) continue; /* a C function */
+    if (!in_lt_library(ar)) return true;
+    if (!found) {
+      candidate = *ar;
+      found = true;
+    }
+  }
+  if (found) *ar = candidate;
+  return found;
+}
 
 static void record_origin(lua_State *L, lt_block *block) {
   lua_Debug ar;
-  if (!block || !lua_getstack(L, 1, &ar) || !lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0)
-    return;
-  char buf[LUA_IDSIZE + 24];
-  snprintf(buf, sizeof buf, "%s:%d", ar.short_src, ar.currentline);
-  /* The allocator keeps the pointer: intern the string in a registry table
-   * that holds it for the life of the state. */
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &origins_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    return;
-  }
-  lua_pushstring(L, buf);
-  lua_pushvalue(L, -1);
-  if (lua_rawget(L, -3) == LUA_TNIL) {
-    lua_pop(L, 1);
-    lua_pushvalue(L, -1);
-    lua_pushvalue(L, -1);
-    lua_rawset(L, -4); /* origins[s] = s */
-    lua_pushvalue(L, -1);
-  }
-  lt_block_set_origin(block, lua_tostring(L, -1));
-  lua_pop(L, 3);
+  if (!block || !find_origin_frame(L, &ar)) return;
+  lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
+  const char *origin = ltb_intern_top(L);
+  if (origin) lt_block_set_origin(block, origin);
+  lua_pop(L, 1);
 }
 
 void ltb_charge(lua_State *L, const lt_tensor *t) {
   const lt_storage *s = t->storage;
   size_t bytes = s->block ? lt_block_size(s->block) : s->nbytes;
-  if (bytes >= ORIGIN_MIN_BYTES) record_origin(L, s->block);
+  if (bytes >= ORIGIN_MIN_BYTES || lt_memory_history_recording()) record_origin(L, s->block);
   pressure *p = &pressures[slot_of(s->device)];
   p->debt += bytes;
   if (p->debt < p->threshold) return;
@@ -118,6 +149,8 @@ static int hook_sentinel_gc(lua_State *L) {
   if (hook_state == lua_touserdata(L, lua_upvalueindex(1))) {
     lt_alloc_set_oom_hook(NULL, NULL);
     hook_state = NULL;
+    /* The history's origins and labels are strings of this state. */
+    lt_memory_history_clear();
   }
   return 0;
 }
@@ -375,6 +408,7 @@ void ltb_open_memory(lua_State *L, int core_idx) {
   lua_pop(L, 1);
   install_oom_hook(L);
   luaL_newlib(L, memory_functions);
+  ltb_open_memory_history(L, -1);
   lua_setfield(L, core_idx, "memory");
   lua_pushcfunction(L, memory_del);
   lua_setfield(L, core_idx, "del");

@@ -16,6 +16,15 @@ void ltb_charge(lua_State *L, const lt_tensor *t);
  * tensors of the device that ran out, with their category and origin. */
 void ltb_push_oom_details(lua_State *L);
 
+/* Replaces the string on the top of the stack by an interned copy that lives
+ * as long as the state, and returns it (origins and mark labels are kept by
+ * pointer). Returns NULL, the string left as it was, before ltb_open_memory. */
+const char *ltb_intern_top(lua_State *L);
+
+/* Adds record, mark and snapshot (bindings/memory_history.c) to the
+ * lt.memory table at memory_idx. */
+void ltb_open_memory_history(lua_State *L, int memory_idx);
+
 /* Sets core.memory, core.del and core.gc on the table at core_idx and
  * installs the allocator's out-of-memory hook for this Lua state. */
 void ltb_open_memory(lua_State *L, int core_idx);

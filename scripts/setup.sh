@@ -8,7 +8,7 @@ build=${1:-build}
 shift || true
 
 packages=(cmake gcc g++ make pkg-config liblua5.4-dev lua5.4 lua-busted libopenblas-dev libdnnl-dev
-          libedit-dev zlib1g-dev tmux dataset-fashion-mnist)
+          libedit-dev zlib1g-dev tmux dataset-fashion-mnist chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

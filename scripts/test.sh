@@ -11,7 +11,7 @@ bash scripts/setup.sh build
 if [ "${LT_SKIP_SANITIZE:-0}" != 1 ]; then
   # CUDA code is compiled and linked by the Release build above; the sanitizer
   # pass checks the C code that runs here.
-  bash scripts/setup.sh build-sanitize -DLT_SANITIZE=ON -DLT_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+  bash scripts/setup.sh build-sanitize -DLT_SANITIZE=ON -DLT_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
   echo "== sanitizer build (ASan + UBSan) =="
   # OpenBLAS and libgomp keep thread pools alive at exit: not our leaks.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \

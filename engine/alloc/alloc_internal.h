@@ -10,6 +10,7 @@
 #define LT_ALLOC_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +45,10 @@ struct lt_block {
   bool allocated;
   unsigned char category; /* lt_category */
   const char *origin;
+  /* While recording (history.c): the block's id in the log (0 or from an
+   * earlier recording: not logged) and the index of its alloc event. */
+  uint64_t history_id;
+  size_t history_event;
 };
 
 struct lt_segment {
@@ -101,6 +106,18 @@ void lt_stat_update_pool(lt_stat *stats, int pool, int64_t delta);
  * finally the LT_ERR_OOM message. Called without the lock. */
 lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category cat,
                              lt_block **out);
+
+/* history.c: the event log. The switch is read on every allocation and free;
+ * the calls below are made only when it is on. */
+extern atomic_bool lt_history_on;
+static inline bool lt_history_is_on(void) {
+  return atomic_load_explicit(&lt_history_on, memory_order_relaxed);
+}
+void lt_history_alloc(lt_block *block, lt_device dev);
+void lt_history_free(lt_block *block);
+/* Called with the device's lock held (the lock order is device, then log). */
+void lt_history_category(lt_block *block, lt_category previous);
+void lt_history_origin(lt_block *block);
 
 /* Rounding rules (PyTorch's round_size and get_allocation_size). */
 static inline size_t lt_round_size(size_t nbytes) {

@@ -220,6 +220,7 @@ static void take_block(lt_device_allocator *da, lt_block *b, size_t rounded, siz
   b->requested = nbytes;
   b->category = (unsigned char)cat;
   b->origin = NULL;
+  b->history_id = 0; /* a recycled struct must not look logged */
   b->live_prev = NULL;
   b->live_next = da->live;
   if (da->live) da->live->live_prev = b;
@@ -285,6 +286,7 @@ lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr, lt
 
   lt_block *b = lt_try_alloc(da, nbytes, cat);
   if (!b) LT_TRY(lt_alloc_slow_path(da, nbytes, cat, &b));
+  if (lt_history_is_on()) lt_history_alloc(b, dev);
   *ptr = b->ptr;
   *block = b;
   return LT_OK;
@@ -344,6 +346,8 @@ size_t lt_free(lt_block *block) {
     free(block);
     return 0;
   }
+  /* Logged before the block merges away; the caller owns it until then. */
+  if (lt_history_is_on() && block->allocated) lt_history_free(block);
   lt_device_allocator *da = block->segment->owner;
   pthread_mutex_lock(&da->lock);
   size_t size = free_block_locked(da, block);

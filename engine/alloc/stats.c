@@ -76,11 +76,13 @@ void lt_block_set_category(lt_block *block, lt_category cat) {
   }
   lt_device_allocator *da = block->segment->owner;
   pthread_mutex_lock(&da->lock);
-  if (block->allocated && block->category != cat) {
-    lt_stat_update(&da->stats.category_bytes[block->category], -(int64_t)block->size);
-    lt_stat_update(&da->stats.category_bytes[cat], (int64_t)block->size);
-  }
+  lt_category previous = (lt_category)block->category;
   block->category = (unsigned char)cat;
+  if (block->allocated && previous != cat) {
+    lt_stat_update(&da->stats.category_bytes[previous], -(int64_t)block->size);
+    lt_stat_update(&da->stats.category_bytes[cat], (int64_t)block->size);
+    if (lt_history_is_on()) lt_history_category(block, previous);
+  }
   pthread_mutex_unlock(&da->lock);
 }
 
@@ -89,7 +91,10 @@ lt_category lt_block_category(const lt_block *block) {
 }
 
 void lt_block_set_origin(lt_block *block, const char *origin) {
-  if (block) block->origin = origin;
+  if (!block) return;
+  block->origin = origin;
+  /* The origin arrives just after the allocation: complete its event. */
+  if (lt_history_is_on() && block->segment) lt_history_origin(block);
 }
 
 /* ---- the largest live blocks ---- */

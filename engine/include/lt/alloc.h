@@ -11,6 +11,7 @@
 #ifndef LT_ALLOC_H
 #define LT_ALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,7 +64,8 @@ size_t lt_block_size(const lt_block *block); /* rounded size */
 void lt_block_set_category(lt_block *block, lt_category cat);
 lt_category lt_block_category(const lt_block *block);
 /* A short string (kept, not copied: interned by the caller) saying where the
- * block was created, e.g. "train.lua:42"; shown in out-of-memory messages. */
+ * block was created, e.g. "train.lua:42"; shown in out-of-memory messages and
+ * added to the block's alloc event in the memory history. */
 void lt_block_set_origin(lt_block *block, const char *origin);
 
 /* Releases every entirely free segment to the device; returns the bytes. */
@@ -109,5 +111,57 @@ int lt_memory_largest(lt_device dev, int n, size_t *sizes, const char **origins,
 /* Writes a byte count as out-of-memory messages show it ("512 B", "1.5 KiB",
  * "128.0 MiB", "2.0 GiB") into buf (at least 32 bytes); returns buf. */
 char *lt_format_bytes(size_t nbytes, char *buf);
+
+/* ---- memory history (engine/alloc/history.c) ----
+ *
+ * While recording, every allocation, free and category change on any device
+ * is appended to one process-wide log (one time base, so that marks line up
+ * across devices; each event names its device). Blocks already live when
+ * recording starts enter the log first as LT_EVENT_EXISTING, so the log alone
+ * rebuilds what was allocated at any moment. Appending is amortised (the log
+ * doubles); when max_events is reached later events are counted as dropped.
+ * Recording off costs one predictable branch per allocation and free. */
+typedef enum lt_event_kind {
+  LT_EVENT_ALLOC = 0,
+  LT_EVENT_FREE,
+  LT_EVENT_CATEGORY, /* a live block moved from previous_category to category */
+  LT_EVENT_MARK,     /* a label from lt_memory_mark; no block */
+  LT_EVENT_EXISTING  /* a block already live when recording started */
+} lt_event_kind;
+
+typedef struct lt_memory_event {
+  int64_t time_ns; /* since recording started (monotonic clock) */
+  uint64_t id;     /* the block, the same in its alloc, category and free events; 0 for marks */
+  size_t size;     /* rounded bytes */
+  size_t requested;
+  const char *origin; /* the block's origin, or a mark's label (kept, not copied) */
+  lt_device device;
+  unsigned char kind; /* lt_event_kind */
+  unsigned char category, previous_category;
+} lt_memory_event;
+
+typedef struct lt_memory_history_info {
+  bool recording;
+  size_t count;      /* events in the log */
+  size_t dropped;    /* events not logged because the log was full */
+  size_t max_events;
+} lt_memory_history_info;
+
+#define LT_HISTORY_DEFAULT_MAX_EVENTS ((size_t)1 << 20)
+
+/* Starts a fresh log (clearing the previous one) holding at most max_events
+ * (0: the default). Already recording: only max_events changes. */
+lt_status lt_memory_history_start(size_t max_events);
+/* Stops appending; the log stays readable. */
+void lt_memory_history_stop(void);
+/* Drops the log (and stops recording). */
+void lt_memory_history_clear(void);
+bool lt_memory_history_recording(void);
+/* Appends a mark; label is kept, not copied (interned by the caller). Does
+ * nothing when not recording. */
+void lt_memory_mark(const char *label);
+void lt_memory_history_get_info(lt_memory_history_info *out);
+/* Copies up to n events starting at index first; returns how many. */
+size_t lt_memory_history_read(size_t first, lt_memory_event *out, size_t n);
 
 #endif
