@@ -10,12 +10,31 @@ static lt_tensor *opt_tensor(lua_State *L, int idx, const char *op) {
   return lua_isnoneornil(L, idx) ? NULL : ltb_check_tensor(L, idx, op);
 }
 
-/* sgd_step(name, param, grad, buf|nil, init_buffer, lr, momentum, dampening,
+/* The gradient argument: a tensor, or `true` for the parameter's own .grad
+ * read here in C. The optimizers pass `true`, so a step creates no Lua handle
+ * for the gradient: zero_grad's `p.grad = nil` then frees its memory at once
+ * instead of when the collector finds the handle. */
+static lt_tensor *grad_arg(lua_State *L, int idx, const lt_tensor *param, const char *op) {
+  if (lua_isboolean(L, idx)) {
+    if (param->grad == NULL) luaL_error(L, "%s: the parameter has no gradient", op);
+    return param->grad;
+  }
+  return ltb_check_tensor(L, idx, op);
+}
+
+/* has_grad(param): whether param.grad is set, without making a handle for it. */
+static int optim_has_grad(lua_State *L) {
+  lt_tensor *param = ltb_check_tensor(L, 1, "has_grad");
+  lua_pushboolean(L, param->grad != NULL);
+  return 1;
+}
+
+/* sgd_step(name, param, grad|true, buf|nil, init_buffer, lr, momentum, dampening,
  *          weight_decay, nesterov, maximize) */
 static int optim_sgd_step(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lt_tensor *param = ltb_check_tensor(L, 2, name);
-  lt_tensor *grad = ltb_check_tensor(L, 3, name);
+  lt_tensor *grad = grad_arg(L, 3, param, name);
   lt_tensor *buf = opt_tensor(L, 4, name);
   bool init_buffer = lua_toboolean(L, 5);
   lt_sgd_options o;
@@ -30,12 +49,12 @@ static int optim_sgd_step(lua_State *L) {
   return 0;
 }
 
-/* adam_step(name, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq|nil, step,
+/* adam_step(name, param, grad|true, exp_avg, exp_avg_sq, max_exp_avg_sq|nil, step,
  *           lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled, maximize) */
 static int optim_adam_step(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lt_tensor *param = ltb_check_tensor(L, 2, name);
-  lt_tensor *grad = ltb_check_tensor(L, 3, name);
+  lt_tensor *grad = grad_arg(L, 3, param, name);
   lt_tensor *exp_avg = ltb_check_tensor(L, 4, name);
   lt_tensor *exp_avg_sq = ltb_check_tensor(L, 5, name);
   lt_tensor *max_exp_avg_sq = opt_tensor(L, 6, name);
@@ -57,6 +76,7 @@ static int optim_adam_step(lua_State *L) {
 static const luaL_Reg optim_functions[] = {
     {"sgd_step", optim_sgd_step},
     {"adam_step", optim_adam_step},
+    {"has_grad", optim_has_grad},
     {NULL, NULL},
 };
 

@@ -7,6 +7,7 @@ local raise = require "lt.user_error"
 
 local set_category = core.memory.set_category
 local is_tensor = core.is_tensor
+local has_grad = core._optim.has_grad
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
@@ -139,14 +140,15 @@ local function step_groups(self)
   local state = self.state
   for _, group in ipairs(self.param_groups) do
     for _, p in ipairs(group.params) do
-      local grad = p.grad
-      if grad ~= nil then
+      -- `true` asks the kernel to read p's gradient in C: reading p.grad here
+      -- would make a Lua handle that keeps the gradient alive after zero_grad.
+      if has_grad(p) then
         local s = state[p]
         if s == nil then
           s = { step = 0 }
           state[p] = s
         end
-        self:update(p, grad, s, group)
+        self:update(p, true, s, group)
       end
     end
   end
