@@ -274,11 +274,11 @@ void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx) {
   for (int op = 0; op < LT_NBINARY; op++) {
     ltb_push_binary_function(L, (lt_binary_op)op);
     lua_setfield(L, methods_idx, binary_names[op]);
-    if (op <= LT_OP_POW) { /* in place: arithmetic only */
-      lua_pushinteger(L, op);
-      lua_pushcclosure(L, binary_inplace_call, 1);
-      lua_setfield(L, methods_idx, binary_inplace_names[op]);
-    }
+    /* Every op has its in-place form, comparisons included: a:gt_(b) writes
+     * 0/1 in a's own dtype, as PyTorch's. */
+    lua_pushinteger(L, op);
+    lua_pushcclosure(L, binary_inplace_call, 1);
+    lua_setfield(L, methods_idx, binary_inplace_names[op]);
   }
   for (int op = 0; op < LT_NUNARY; op++) {
     ltb_push_unary_function(L, (lt_unary_op)op);

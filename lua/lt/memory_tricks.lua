@@ -1,0 +1,516 @@
+-- Every memory-saving technique, measured: each one runs twice on the same
+-- model and batch, without and with the technique, and the allocator's exact
+-- figures say what it saved. scripts/memory_tricks.lua prints the table and
+-- tests/lua/memory_tricks_spec.lua asserts on the same functions, so the
+-- numbers a user reads are the numbers the tests check.
+--
+-- A "peak" is lt.memory.max_allocated() above what was allocated before the
+-- run started: the run builds its model, batch and optimizer itself, so the
+-- peak counts parameters, gradients, optimizer state and activations, as
+-- torch.cuda.max_memory_allocated() does in a fresh process.
+local lt = require "lt"
+local nn, F, optim = lt.nn, lt.nn.functional, lt.optim
+
+local tricks = {}
+
+tricks.BATCH = 64
+tricks.MLP_DEPTH, tricks.MLP_WIDTH = 16, 512
+tricks.MICRO_BATCHES = 4
+tricks.LOSS_STEPS = 8
+local SEED = 42
+
+-- ---- models ----
+
+local function cnn_block(cin, cout, opts)
+  if opts.downsample == "strided" then -- the convolution itself halves the resolution
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, { stride = 2, padding = 1 }), nn.BatchNorm2d(cout),
+      nn.ReLU { inplace = opts.inplace })
+  end
+  local block = nn.Sequential(nn.Conv2d(cin, cout, 3, { padding = 1 }), nn.BatchNorm2d(cout),
+    nn.ReLU { inplace = opts.inplace })
+  if opts.downsample ~= "none" then block:append(nn.MaxPool2d(2)) end
+  return block
+end
+
+-- The Fashion CNN of scripts/train_fashion_cnn.lua: two blocks of
+-- conv3x3-BatchNorm-ReLU-maxpool (32, 64 channels), then 3136-128-10.
+-- opts.downsample: "maxpool" (the recipe), "strided" (stride-2 convolutions,
+-- no pooling) or "none" (both blocks at full resolution, one 4x4 max pool
+-- before the head, so that every variant has the same parameters).
+function tricks.cnn(opts)
+  opts = opts or {}
+  local layers = nn.Sequential(cnn_block(1, 32, opts), cnn_block(32, 64, opts))
+  if opts.downsample == "none" then layers:append(nn.MaxPool2d(4)) end
+  layers:append(nn.Flatten())
+  layers:append(nn.Linear(3136, 128))
+  layers:append(nn.ReLU { inplace = opts.inplace })
+  layers:append(nn.Linear(128, 10))
+  return layers
+end
+
+-- A residual block of the deep MLP: relu(linear(x) + x). In place, the sum
+-- and the activation overwrite the linear's output, which no backward
+-- formula keeps (a linear saves its input), as ResNet's `out += identity`.
+local Residual = nn.Module:extend("Residual")
+
+function Residual:init(width, inplace)
+  self.linear = nn.Linear(width, width)
+  self.inplace = inplace
+end
+
+function Residual:forward(x)
+  if self.inplace then return self.linear(x):add_(x):relu_() end
+  return F.relu(self.linear(x) + x)
+end
+
+-- The deep MLP: MLP_DEPTH Linear(512, 512)+ReLU layers and a 512-10 head;
+-- opts.residual makes each layer a Residual block.
+function tricks.mlp(opts)
+  opts = opts or {}
+  local width, layers = tricks.MLP_WIDTH, nn.Sequential()
+  for _ = 1, tricks.MLP_DEPTH do
+    if opts.residual then
+      layers:append(Residual(width, opts.inplace))
+    else
+      layers:append(nn.Linear(width, width))
+      layers:append(nn.ReLU { inplace = opts.inplace })
+    end
+  end
+  layers:append(nn.Linear(width, 10))
+  return layers
+end
+
+tricks.MODEL_NAMES = { cnn = "CNN", mlp = "deep MLP" }
+
+-- The model (seeded, so that without and with start from the same weights)
+-- and a random batch of n examples with labels in 1..10.
+function tricks.setup(model_name, opts, n)
+  lt.manual_seed(SEED)
+  local model = tricks[model_name](opts)
+  n = n or tricks.BATCH
+  local x = model_name == "cnn" and lt.randn(n, 1, 28, 28) or lt.randn(n, tricks.MLP_WIDTH)
+  return model, x, lt.randint(1, 10, { n })
+end
+
+-- The leaf layers of a model in forward order, for hand-written forwards.
+function tricks.layers(model)
+  local list = {}
+  local function walk(m)
+    local children = m:children()
+    if #children == 0 then list[#list + 1] = m end
+    for _, child in ipairs(children) do walk(child) end
+  end
+  walk(model)
+  return list
+end
+
+-- ---- measuring ----
+
+-- Runs fn from a settled allocator (garbage collected, peak reset) and
+-- returns the peak bytes allocated above what was live before, then fn's
+-- results. fn's locals die with it, so runs do not leak into each other.
+function tricks.peak(fn, ...)
+  lt.gc()
+  local base = lt.memory.allocated()
+  lt.memory.reset_peak()
+  local results = table.pack(fn(...))
+  local peak = lt.memory.max_allocated() - base
+  return peak, table.unpack(results, 1, results.n)
+end
+
+-- Bytes of a tensor category now.
+function tricks.category(name)
+  return lt.memory.stats().by_category[name].current
+end
+
+-- Bytes the allocator gives a tensor of t's size (rounded up to 512).
+function tricks.rounded_bytes(t)
+  local bytes = t:nbytes()
+  return math.max(512, (bytes + 511) // 512 * 512)
+end
+
+function tricks.parameter_bytes(model, rounded)
+  local total = 0
+  for _, p in ipairs(model:parameters()) do
+    total = total + (rounded and tricks.rounded_bytes(p) or p:nbytes())
+  end
+  return total
+end
+
+-- One forward and backward (and an optimizer step when opt is given).
+function tricks.train_step(model, x, target, opt)
+  local loss = F.cross_entropy(model(x), target)
+  loss:backward()
+  if opt then opt:step() end
+  return loss
+end
+
+-- ---- the techniques ----
+-- Each measure(model_name) returns the figure without the technique, the
+-- figure with it, and a table of details the spec checks.
+
+local techniques = {}
+tricks.techniques = techniques
+
+local function technique(t)
+  techniques[#techniques + 1] = t
+  techniques[t.id] = t
+  return t
+end
+
+local function sgd(params) return optim.SGD(params, { lr = 0.01 }) end
+
+-- Peak of a training step (forward, backward, optimizer step, zero_grad)
+-- that runs with the state a first step left (optimizer buffers), as every
+-- step of a long run does. The garbage of the first step is collected
+-- before the second, so that the figure is the step's own. SGD without
+-- momentum unless optimizer says otherwise; also returns the optimizer's
+-- state bytes.
+local function training_peak(model_name, opts, optimizer)
+  lt.gc()
+  local base = lt.memory.allocated()
+  local model, x, target = tricks.setup(model_name, opts)
+  local opt = (optimizer or sgd)(model:parameters())
+  tricks.train_step(model, x, target, opt)
+  opt:zero_grad()
+  lt.gc()
+  lt.memory.reset_peak()
+  tricks.train_step(model, x, target, opt)
+  opt:zero_grad()
+  return lt.memory.max_allocated() - base, opt:state_bytes()
+end
+tricks.training_peak = training_peak
+
+technique {
+  id = "inplace_relu", name = "in-place ReLU", models = { "cnn", "mlp" },
+  explain = "nn.ReLU{inplace=true} overwrites its input: no pre-activation tensor left for the collector",
+  measure = function(model_name)
+    return training_peak(model_name, { inplace = false }), training_peak(model_name, { inplace = true }), {}
+  end,
+}
+
+technique {
+  id = "inplace_residual", name = "in-place residual add", models = { "mlp" },
+  explain = "z:add_(x):relu_() on the linear's output instead of relu(z + x): two tensors fewer per block",
+  measure = function(model_name)
+    return training_peak(model_name, { residual = true, inplace = false }),
+      training_peak(model_name, { residual = true, inplace = true }), {}
+  end,
+}
+
+-- Hand-written inference forwards over the leaf layers, under no_grad.
+local forwards = {}
+tricks.forwards = forwards
+
+-- x0, x1, ..., xn all kept in a list.
+function forwards.keep_all(layers, x)
+  local xs = { x }
+  for i, layer in ipairs(layers) do xs[i + 1] = layer(xs[i]) end
+  return xs[#xs]
+end
+
+-- x = layer(x): each old x becomes garbage, reclaimed by the collector as
+-- the bytes charged to it add up.
+function forwards.reuse(layers, x)
+  for _, layer in ipairs(layers) do x = layer(x) end
+  return x
+end
+
+-- Each intermediate released as soon as the next exists (the input is the
+-- caller's). Out-of-place layers only: an in-place one returns its input.
+function forwards.delete(layers, x)
+  for i, layer in ipairs(layers) do
+    local y = layer(x)
+    if i > 1 then lt.del(x) end
+    x = y
+  end
+  return x
+end
+
+-- The same with <close>: `previous` is released at the end of each iteration.
+function forwards.close(layers, x)
+  for i, layer in ipairs(layers) do
+    local previous <close> = i > 1 and x or nil
+    x = layer(x)
+  end
+  return x
+end
+
+-- Peak of an inference forward of the model's layers by one of the
+-- forwards, above what was allocated before the model, its batch and its
+-- labels existed (the model's construction is not part of the peak).
+function tricks.forward_peak(model_name, forward)
+  lt.gc()
+  local base = lt.memory.allocated()
+  local model, x, target = tricks.setup(model_name)
+  model:eval()
+  local layers = tricks.layers(model)
+  lt.memory.reset_peak()
+  local out = lt.no_grad(forward, layers, x)
+  return lt.memory.max_allocated() - base, out, target
+end
+
+technique {
+  id = "reuse_x", name = "reuse x, not x0..xn", models = { "cnn", "mlp" },
+  explain = "inference: x = layer(x) leaves old x to the collector instead of keeping every intermediate",
+  measure = function(model_name)
+    return tricks.forward_peak(model_name, forwards.keep_all), tricks.forward_peak(model_name, forwards.reuse), {}
+  end,
+}
+
+technique {
+  id = "close", name = "<close> / lt.del", models = { "cnn", "mlp" },
+  explain = "inference: each intermediate released at once instead of when the collector gets to it",
+  measure = function(model_name)
+    return tricks.forward_peak(model_name, forwards.reuse), tricks.forward_peak(model_name, forwards.close), {
+      delete = tricks.forward_peak(model_name, forwards.delete),
+    }
+  end,
+}
+
+-- A loop of steps that sums the loss, as a validation loop that forgot
+-- no_grad does: as a tensor (total + loss, so the sum's graph holds every
+-- step's graph and the activations it saved) or as a number (loss:item()).
+-- on_step(step), when given, runs after each step.
+function tricks.loss_loop(model_name, as_tensor, steps, on_step)
+  local model, x, target = tricks.setup(model_name)
+  local total = 0
+  for step = 1, steps do
+    local loss = F.cross_entropy(model(x), target)
+    -- Past this iteration the step's graph is garbage, unless total holds it.
+    if as_tensor then total = total + loss else total = total + loss:item() end
+    if on_step then on_step(step) end
+  end
+  return lt.is_tensor(total) and total:item() or total
+end
+
+technique {
+  id = "loss_item", name = "loss:item(), not a loss tensor", models = { "cnn", "mlp" },
+  explain = ("summing %d losses as tensors keeps every step's graph; loss:item() keeps none"):format(tricks.LOSS_STEPS),
+  measure = function(model_name)
+    local steps = tricks.LOSS_STEPS
+    return tricks.peak(tricks.loss_loop, model_name, true, steps), tricks.peak(tricks.loss_loop, model_name, false, steps), {}
+  end,
+}
+
+-- A training step, zero_grad, then the next forward: the peak of that
+-- forward, which runs with the first step's gradients freed (set to nil)
+-- or zero-filled; also the bytes held after zero_grad and the gradients'
+-- bytes as the allocator rounds them.
+function tricks.zero_grad_peak(model_name, set_to_none)
+  lt.gc()
+  local base = lt.memory.allocated()
+  local model, x, target = tricks.setup(model_name)
+  local opt = sgd(model:parameters())
+  tricks.train_step(model, x, target, opt)
+  opt:zero_grad { set_to_none = set_to_none }
+  lt.gc()
+  local held = lt.memory.allocated() - base
+  lt.memory.reset_peak()
+  local loss = F.cross_entropy(model(x), target)
+  local peak = lt.memory.max_allocated() - base
+  return peak, held, tricks.parameter_bytes(model, true), loss
+end
+
+technique {
+  id = "zero_grad", name = "zero_grad sets grads to nil", models = { "cnn", "mlp" },
+  explain = "the next forward runs without last step's gradients: opt:zero_grad() frees them, not zero-fills",
+  measure = function(model_name)
+    local without, held_without, grad_bytes = tricks.zero_grad_peak(model_name, false)
+    local with, held_with = tricks.zero_grad_peak(model_name, true)
+    return without, with, { held_without = held_without, held_with = held_with, gradient_bytes = grad_bytes }
+  end,
+}
+
+-- Inference (eval mode) with a graph or under no_grad: the peak, the
+-- activation bytes the forward left saved for a backward, the bytes still
+-- held (output included) once the garbage is collected, and the input's.
+function tricks.inference_peak(model_name, use_no_grad)
+  return tricks.peak(function()
+    local base = lt.memory.allocated()
+    local model, x = tricks.setup(model_name)
+    model:eval()
+    local forward = function() return model(x) end
+    local out = use_no_grad and lt.no_grad(forward) or forward()
+    local saved = tricks.category("activation")
+    lt.gc()
+    return saved, lt.memory.allocated() - base, tricks.rounded_bytes(x), out
+  end)
+end
+
+technique {
+  id = "no_grad", name = "no_grad inference", models = { "cnn", "mlp" },
+  explain = "lt.no_grad records no graph, so no activation is saved for a backward",
+  measure = function(model_name)
+    local without, saved, held = tricks.inference_peak(model_name, false)
+    local with, saved_no_grad, held_no_grad, input_bytes = tricks.inference_peak(model_name, true)
+    return without, with, {
+      saved = saved, saved_no_grad = saved_no_grad, held = held, held_no_grad = held_no_grad,
+      input_bytes = input_bytes,
+    }
+  end,
+}
+
+-- A forward and backward over the whole batch, or over k micro-batches with
+-- the loss divided by k (the gradients add up to the full batch's). Returns
+-- the activation peak and the gradients. opts.collect_between collects each
+-- micro-batch's garbage before the next (taking the collector's pace out of
+-- the activation peak); opts.eval runs BatchNorm on its running statistics.
+function tricks.accumulation_step(model_name, k, opts)
+  opts = opts or {}
+  local model, x, target = tricks.setup(model_name, nil, opts.batch)
+  if opts.eval then model:eval() end
+  lt.gc()
+  lt.memory.reset_peak()
+  local n = x:size(1) // k
+  for i = 1, k do
+    if opts.collect_between and i > 1 then lt.gc() end
+    local first = (i - 1) * n + 1
+    local loss = F.cross_entropy(model(x:narrow(1, first, n)), target:narrow(1, first, n))
+    if k > 1 then loss = loss / k end
+    loss:backward()
+  end
+  local grads = {}
+  for i, p in ipairs(model:parameters()) do grads[i] = p.grad end
+  return lt.memory.stats().by_category.activation.peak, grads
+end
+
+technique {
+  id = "micro_batches", name = ("%d micro-batches, grads accumulated"):format(tricks.MICRO_BATCHES),
+  models = { "cnn", "mlp" },
+  explain = "the same gradients (not with BatchNorm: statistics per micro-batch) from a quarter of the activations",
+  measure = function(model_name)
+    local k = tricks.MICRO_BATCHES
+    local without, activations_full = tricks.peak(tricks.accumulation_step, model_name, 1)
+    local with, activations_micro = tricks.peak(tricks.accumulation_step, model_name, k)
+    return without, with, { activations_full = activations_full, activations_micro = activations_micro }
+  end,
+}
+
+technique {
+  id = "empty_cache", name = "empty_cache (reserved)", models = { "cnn", "mlp" },
+  explain = "after a step, empty_cache gives cached free segments back: reserved drops, allocated does not",
+  measure = function(model_name)
+    lt.gc()
+    lt.memory.empty_cache()
+    training_peak(model_name, {}) -- fills the cache; everything it made is garbage after it
+    lt.gc()
+    local allocated, reserved = lt.memory.allocated(), lt.memory.reserved()
+    lt.memory.empty_cache()
+    return reserved, lt.memory.reserved(), { allocated_before = allocated, allocated_after = lt.memory.allocated() }
+  end,
+}
+
+technique {
+  id = "maxpool", name = "max pooling per block", models = { "cnn" },
+  explain = "MaxPool2d(2) after each block, not full resolution: the second block sees 1/4 of the pixels",
+  measure = function(model_name)
+    return training_peak(model_name, { downsample = "none" }), training_peak(model_name, { downsample = "maxpool" }), {}
+  end,
+}
+
+technique {
+  id = "strided", name = "strided convolutions", models = { "cnn" },
+  explain = "stride-2 convolutions instead of full resolution: every activation at 1/4 of the pixels or less",
+  measure = function(model_name)
+    return training_peak(model_name, { downsample = "none" }), training_peak(model_name, { downsample = "strided" }), {}
+  end,
+}
+
+local function adam(params) return optim.Adam(params, { lr = 1e-3 }) end
+local function sgd_momentum(params) return optim.SGD(params, { lr = 0.01, momentum = 0.9 }) end
+
+technique {
+  id = "sgd", name = "SGD, not Adam", models = { "cnn", "mlp" },
+  explain = "SGD keeps no state; Adam keeps two buffers the size of the parameters",
+  measure = function(model_name)
+    local without, adam_state = training_peak(model_name, {}, adam)
+    local with, sgd_state = training_peak(model_name, {}, sgd)
+    return without, with, { adam_state = adam_state, sgd_state = sgd_state }
+  end,
+}
+
+technique {
+  id = "sgd_momentum", name = "SGD with momentum, not Adam", models = { "cnn", "mlp" },
+  explain = "momentum keeps one buffer the size of the parameters, Adam two",
+  measure = function(model_name)
+    local without, adam_state = training_peak(model_name, {}, adam)
+    local with, momentum_state = training_peak(model_name, {}, sgd_momentum)
+    return without, with, { adam_state = adam_state, momentum_state = momentum_state }
+  end,
+}
+
+-- ---- the table ----
+
+-- Every technique (or those of the list given) on every model it applies
+-- to: a list of rows {technique, model, without, with, details, explain}.
+function tricks.measure_all(list)
+  local rows = {}
+  for _, t in ipairs(list or techniques) do
+    for _, model_name in ipairs(t.models) do
+      local without, with, details = t.measure(model_name)
+      rows[#rows + 1] = {
+        technique = t.name, model = tricks.MODEL_NAMES[model_name], without = without, with = with,
+        details = details, explain = t.explain,
+      }
+    end
+  end
+  return rows
+end
+
+local function mib(bytes) return ("%.2f MiB"):format(bytes / 2 ^ 20) end
+
+local function saving(row)
+  local saved = row.without - row.with
+  local percent = row.without > 0 and 100 * saved / row.without or 0
+  return ("%s (%.0f%%)"):format(mib(saved), percent)
+end
+
+local HEADER = { "technique", "model", "peak without", "peak with", "saving" }
+
+local function cells(row)
+  return { row.technique, row.model, mib(row.without), mib(row.with), saving(row) }
+end
+
+-- An aligned text table, each row followed by its explanation.
+function tricks.format_text(rows)
+  local widths = {}
+  for i, h in ipairs(HEADER) do widths[i] = #h end
+  for _, row in ipairs(rows) do
+    for i, c in ipairs(cells(row)) do widths[i] = math.max(widths[i], utf8.len(c)) end
+  end
+  local function line(cs)
+    local parts = {}
+    for i, c in ipairs(cs) do
+      local pad = (" "):rep(widths[i] - utf8.len(c))
+      parts[i] = i <= 2 and c .. pad or pad .. c -- text left, figures right
+    end
+    return table.concat(parts, "  ")
+  end
+  local out = { line(HEADER) }
+  local rule = {}
+  for i, w in ipairs(widths) do rule[i] = ("-"):rep(w) end
+  out[#out + 1] = table.concat(rule, "  ")
+  for _, row in ipairs(rows) do
+    out[#out + 1] = line(cells(row))
+    out[#out + 1] = "    " .. row.explain
+  end
+  return table.concat(out, "\n")
+end
+
+-- The same table in Markdown, the explanation as a last column.
+function tricks.format_markdown(rows)
+  local out = {
+    "| " .. table.concat(HEADER, " | ") .. " | why |",
+    "|---|---|---:|---:|---:|---|",
+  }
+  for _, row in ipairs(rows) do
+    local cs = cells(row)
+    cs[1] = cs[1]:gsub("<", "&lt;"):gsub("|", "\\|")
+    cs[#cs + 1] = row.explain:gsub("|", "\\|")
+    out[#out + 1] = "| " .. table.concat(cs, " | ") .. " |"
+  end
+  return table.concat(out, "\n")
+end
+
+return tricks

@@ -1,0 +1,26 @@
+-- Every memory-saving technique, measured: each runs without and with the
+-- technique on the Fashion CNN and a deep MLP (batch 64, random data), and
+-- the allocator's exact figures (lt.memory.max_allocated, reserved) give
+-- the peak of each run and the saving. The measuring code is
+-- lua/lt/memory_tricks.lua, which the specs check as well.
+--   lt scripts/memory_tricks.lua [--markdown] [--only ID]
+--   lt scripts/memory_tricks.lua --help
+local lt = lt or require "lt"
+local cli, tricks = require "lt.cli", require "lt.memory_tricks"
+
+local opts = cli.parse(arg, {
+  {"markdown", false, "print the table in Markdown (the README's)"},
+  {"only", "", "measure one technique (an id: inplace_relu, close, sgd, ...)"},
+}, "scripts/memory_tricks.lua")
+
+-- One thread: the figures do not depend on it, and the runs stay comparable.
+lt.set_num_threads(1)
+
+local only
+if opts.only ~= "" then
+  local t = tricks.techniques[opts.only]
+  if not t then error("scripts/memory_tricks.lua: unknown technique '" .. opts.only .. "'", 0) end
+  only = { t }
+end
+local rows = tricks.measure_all(only)
+print(opts.markdown and tricks.format_markdown(rows) or tricks.format_text(rows))
