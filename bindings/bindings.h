@@ -30,6 +30,8 @@ void ltb_open_system(lua_State *L, int core_idx);
 void ltb_open_autograd(lua_State *L, int methods_idx, int core_idx);
 /* lt.core._functional: the nn ops behind lt.nn.functional. */
 void ltb_open_nn(lua_State *L, int core_idx);
+/* lt.autocast, lt.is_autocast_enabled, lt.get_autocast_dtype (bindings/autocast.c). */
+void ltb_open_autocast(lua_State *L, int core_idx);
 
 /* Closures over one elementwise op (the metamethods use them too). */
 void ltb_push_binary_function(lua_State *L, lt_binary_op op);

@@ -136,6 +136,12 @@ static void add_lua_dir_to_path(lua_State *L) {
 }
 
 int luaopen_lt_core(lua_State *L) {
+  /* Incremental, not generational, collection (lua.c picks generational):
+   * tensor handles that live through a training step grow old in
+   * generational mode and then wait for a rare major collection, so dropped
+   * graphs pile up; the incremental collector, driven by the bytes charged
+   * in ltb_charge, reclaims them within about one step. */
+  lua_gc(L, LUA_GCINC, 0, 0, 0);
   add_lua_dir_to_path(L);
   luaL_newlib(L, core_functions);
   int core = lua_gettop(L);
@@ -151,6 +157,7 @@ int luaopen_lt_core(lua_State *L) {
   lua_setfield(L, core, "Tensor");
   ltb_open_memory(L, core);
   ltb_open_nn(L, core);
+  ltb_open_autocast(L, core);
   ltb_open_category(L, core);
   ltb_open_optim(L, core);
   ltb_open_system(L, core);

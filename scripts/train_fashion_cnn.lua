@@ -5,14 +5,17 @@
 -- The last line printed is "test accuracy 0.XXXX".
 --   lt scripts/train_fashion_cnn.lua [--epochs 5] [--lr 0.001] [--checkpoint F [--resume]] ...
 --   lt scripts/train_fashion_cnn.lua --help
+-- Memory options: --amp bf16|fp16 (autocast; fp16 adds a GradScaler),
+-- --checkpoint_segments N (recompute activations in N segments), --accum K
+-- (K micro-batches per step).
 local lt = lt or require "lt"
 local nn, optim = lt.nn, lt.optim
 local cli, training = require "lt.cli", require "lt.training"
 
-local opts = cli.parse(arg, training.fashion_options {
+local opts = cli.parse(arg, training.fashion_options(training.memory_options {
   {"epochs", 5, "passes over the training set"},
   {"lr", 0.001, "learning rate"},
-}, "scripts/train_fashion_cnn.lua")
+}), "scripts/train_fashion_cnn.lua")
 local train, test = training.fashion_loaders(opts)
 
 local function block(cin, cout)

@@ -7,6 +7,7 @@
 
 #include "autograd/grad_calc.h"
 #include "autograd/node.h"
+#include "lt/autocast.h"
 
 /* ---- a growable array of nodes, also used as a max-heap on seq ---- */
 
@@ -351,6 +352,7 @@ lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph)
     return lt_error(LT_ERR_AUTOGRAD, "backward: element 1 of tensors does not require grad and "
                     "does not have a grad_fn");
   bool previous = lt_set_grad_enabled(false); /* formulas are not recorded */
+  lt_autocast_suspend(); /* formulas keep the forward's dtypes */
   lt_tensor *g = NULL;
   lt_status st = initial_grad(root, grad, &g);
   if (st == LT_OK) {
@@ -360,6 +362,7 @@ lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph)
       st = accumulate_into_leaf(root, g); /* a leaf: its gradient is grad itself */
     }
   }
+  lt_autocast_resume();
   lt_set_grad_enabled(previous);
   return st;
 }

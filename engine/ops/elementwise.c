@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "ops/autocast_internal.h"
 #include "ops/ops_internal.h"
 
 static const char *const binary_names[LT_NBINARY] = {
@@ -83,6 +84,9 @@ static lt_status check_tensor_pair(const char *name, const lt_tensor *a, const l
 }
 
 lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
+  /* Autocast: powers run in float32. */
+  if (op == LT_OP_POW && ac_wanted(a))
+    AC_REDISPATCH(AC_FLOAT32, 2, AC_LIST(a, b), lt_binary(op, ac.t[0], ac.t[1], out));
   const char *name = lt_binary_op_name(op);
   LT_TRY(check_tensor_pair(name, a, b));
   int64_t shape[LT_MAX_DIMS];
@@ -121,6 +125,9 @@ static lt_status check_int_pow(const char *name, lt_binary_op op, lt_dtype compu
 
 lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool is_integer,
                            bool scalar_first, lt_tensor **out) {
+  if (op == LT_OP_POW && ac_wanted(a))
+    AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(a),
+                  lt_binary_scalar(op, ac.t[0], s, is_integer, scalar_first, out));
   const char *name = lt_binary_op_name(op);
   LT_TRY(ops_check_live(name, a));
   ops_result_type rt;
@@ -236,6 +243,10 @@ static lt_status unary_types(const char *name, lt_unary_op op, lt_dtype in, lt_d
 }
 
 lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out) {
+  /* Autocast: exp, log and the reciprocals run in float32. */
+  if ((op == LT_OP_EXP || op == LT_OP_LOG || op == LT_OP_RSQRT || op == LT_OP_RECIPROCAL) &&
+      ac_wanted(a))
+    AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(a), lt_unary(op, ac.t[0], out));
   const char *name = lt_unary_op_name(op);
   LT_TRY(ops_check_live(name, a));
   lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;

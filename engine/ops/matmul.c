@@ -3,6 +3,7 @@
  * the left, a column for the right) that the result then drops. */
 #include <string.h>
 
+#include "ops/autocast_internal.h"
 #include "ops/ops_internal.h"
 
 /* Float matrices BLAS can read directly: row- or column-major in the last
@@ -96,6 +97,8 @@ static lt_status matmul_via_float32(const lt_tensor *a, const lt_tensor *b, lt_t
 }
 
 lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
+  /* Autocast: products run in the region's low precision. */
+  if (ac_wanted(a)) AC_REDISPATCH(AC_LOWER, 2, AC_LIST(a, b), lt_matmul(ac.t[0], ac.t[1], out));
   LT_TRY(check_operands(a, b));
   if (a->dtype == LT_FLOAT16 || a->dtype == LT_BFLOAT16) return matmul_via_float32(a, b, out);
   const lt_backend *be;

@@ -4,6 +4,7 @@
  * 0-dim target. */
 #include <string.h>
 
+#include "ops/autocast_internal.h"
 #include "ops/nn_internal.h"
 
 lt_class_loss_opts lt_class_loss_default_opts(void) {
@@ -181,6 +182,10 @@ static lt_status class_backward(const char *op, bool fused, const lt_tensor *gra
 lt_status lt_cross_entropy(const lt_tensor *logits, const lt_tensor *target,
                            const lt_tensor *weight, const lt_class_loss_opts *o,
                            lt_tensor **loss, lt_tensor **logsumexp) {
+  /* Autocast: losses run in float32. */
+  if (ac_wanted(logits))
+    AC_REDISPATCH(AC_FLOAT32, 3, AC_LIST(logits, target, weight),
+                  lt_cross_entropy(ac.t[0], ac.t[1], ac.t[2], o, loss, logsumexp));
   lt_tensor *lse = NULL;
   /* Off while the operands are converted: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);
@@ -201,6 +206,9 @@ lt_status lt_cross_entropy_backward(const lt_tensor *grad_loss, const lt_tensor 
 
 lt_status lt_nll_loss(const lt_tensor *log_probs, const lt_tensor *target,
                       const lt_tensor *weight, const lt_class_loss_opts *o, lt_tensor **loss) {
+  if (ac_wanted(log_probs))
+    AC_REDISPATCH(AC_FLOAT32, 3, AC_LIST(log_probs, target, weight),
+                  lt_nll_loss(ac.t[0], ac.t[1], ac.t[2], o, loss));
   /* Off while the operands are converted: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);
   lt_status st = class_forward("nll_loss", false, log_probs, target, weight, o, loss, NULL);

@@ -2,6 +2,7 @@
  * seen as [M, D] with D the product of the normalised (last) dims. */
 #include <string.h>
 
+#include "ops/autocast_internal.h"
 #include "ops/nn_internal.h"
 
 static lt_status check_layer_norm(const char *op, const lt_tensor *x, const int64_t *nshape,
@@ -90,6 +91,11 @@ lt_status lt_layer_norm(const lt_tensor *x, const int64_t *normalized_shape, int
                         const lt_tensor *weight, const lt_tensor *bias, double eps,
                         lt_tensor **out, lt_tensor **mean, lt_tensor **rstd) {
   *out = NULL;
+  /* Autocast: layer_norm runs in float32. */
+  if (ac_wanted(x))
+    AC_REDISPATCH(AC_FLOAT32, 3, AC_LIST(x, weight, bias),
+                  lt_layer_norm(ac.t[0], normalized_shape, normalized_ndim, ac.t[1], ac.t[2], eps,
+                                out, mean, rstd));
   lt_tensor *mu = NULL, *rs = NULL;
   /* Off while the operands are converted: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);

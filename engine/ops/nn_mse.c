@@ -3,6 +3,7 @@
  * over the broadcast dims to each operand's own shape. */
 #include <string.h>
 
+#include "ops/autocast_internal.h"
 #include "ops/nn_internal.h"
 
 static lt_status check_mse(const char *op, const lt_tensor *a, const lt_tensor *b,
@@ -55,6 +56,9 @@ static lt_status mse_forward(const lt_tensor *a, const lt_tensor *b, lt_reductio
 
 lt_status lt_mse_loss(const lt_tensor *a, const lt_tensor *b, lt_reduction reduction,
                       lt_tensor **loss) {
+  /* Autocast: losses run in float32. */
+  if (ac_wanted(a))
+    AC_REDISPATCH(AC_FLOAT32, 2, AC_LIST(a, b), lt_mse_loss(ac.t[0], ac.t[1], reduction, loss));
   *loss = NULL;
   /* Off while the operands are expanded and converted: no history needed. */
   const bool grad_mode = lt_set_grad_enabled(false);

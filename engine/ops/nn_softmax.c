@@ -1,4 +1,5 @@
 /* softmax and log_softmax over one dim: checks and dispatch. */
+#include "ops/autocast_internal.h"
 #include "ops/nn_internal.h"
 
 static lt_nn_dim_geom dim_geometry(const lt_tensor *t, int dim) {
@@ -75,10 +76,13 @@ static lt_status softmax_op(const char *op, const lt_tensor *x, int64_t dim, boo
 }
 
 lt_status lt_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out) {
+  /* Autocast: softmax and log_softmax run in float32. */
+  if (ac_wanted(x)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(x), lt_softmax(ac.t[0], dim, out));
   return softmax_op("softmax", x, dim, false, out);
 }
 
 lt_status lt_log_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out) {
+  if (ac_wanted(x)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(x), lt_log_softmax(ac.t[0], dim, out));
   return softmax_op("log_softmax", x, dim, true, out);
 }
 

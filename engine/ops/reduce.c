@@ -1,6 +1,7 @@
 /* Reductions: sum, mean, prod over dims; max/min/argmax/argmin. */
 #include <string.h>
 
+#include "ops/autocast_internal.h"
 #include "ops/ops_internal.h"
 
 /* Turns the dims list into per-dim flags (ndims 0: every dim) and gives the
@@ -63,6 +64,8 @@ static lt_status reduce_op(const char *name, lt_reduce_op op, const lt_tensor *t
 }
 
 lt_status lt_sum(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out) {
+  /* Autocast: sums and products run in float32. */
+  if (ac_wanted(t)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(t), lt_sum(ac.t[0], dims, ndims, keepdim, out));
   return reduce_op("sum", LT_REDUCE_SUM, t, dims, ndims, keepdim, out);
 }
 
@@ -71,6 +74,7 @@ lt_status lt_mean(const lt_tensor *t, const int *dims, int ndims, bool keepdim, 
 }
 
 lt_status lt_prod(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out) {
+  if (ac_wanted(t)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(t), lt_prod(ac.t[0], dims, ndims, keepdim, out));
   return reduce_op("prod", LT_REDUCE_PROD, t, dims, ndims, keepdim, out);
 }
 

@@ -11,8 +11,15 @@ end
 lt.float, lt.double, lt.half, lt.long, lt.int = "float32", "float64", "float16", "int64", "int32"
 
 lt.memory.summary = require("lt.memory_summary")(lt.memory)
+-- Loaded on first use: most runs never write a report.
+function lt.memory.report(path, opts)
+  return require("lt.memory_report")(lt.memory, core.version)(path, opts)
+end
 lt.data = require "lt.data"
 lt.optim = require "lt.optim"
 lt.nn = require "lt.nn"
+lt.autograd = require "lt.autograd"
+lt.checkpoint = require "lt.checkpoint"
+lt.amp = require "lt.amp"
 
 return lt

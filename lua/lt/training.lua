@@ -153,14 +153,72 @@ function training.fashion_loaders(opts)
   return train, test
 end
 
+-- The memory options of the recipes, after their own (see training.fit).
+function training.memory_options(own)
+  local spec = table.move(own, 1, #own, 1, {})
+  spec[#spec + 1] = {"amp", "", "mixed precision: bf16 (autocast) or fp16 (autocast and a GradScaler)"}
+  spec[#spec + 1] = {"checkpoint_segments", 0, "recompute activations in N checkpointed segments (0: off)"}
+  spec[#spec + 1] = {"accum", 1, "split each batch into K micro-batches whose gradients accumulate"}
+  return spec
+end
+
+local AMP_DTYPES = {bf16 = "bfloat16", fp16 = "float16"}
+
+-- One optimizer step over a batch: the forward (checkpointed in segments when
+-- asked) under autocast when asked, over `accum` micro-batches whose losses
+-- are weighted by their share of the batch (1/K for equal parts), so the
+-- accumulated gradient is the full batch's; with fp16 the loss is scaled and
+-- the step skipped on inf/NaN. Returns the batch's mean loss as a number.
+local function train_step(model, optimizer, x, labels, opts, scaler)
+  local lt = require "lt"
+  local F = lt.nn.functional
+  local segments, accum = opts.checkpoint_segments or 0, opts.accum or 1
+  local dtype = AMP_DTYPES[opts.amp or ""]
+  local function loss_of(xb, yb)
+    local logits = segments > 0 and lt.nn.checkpoint_sequential(model, segments, xb) or model(xb)
+    return F.cross_entropy(logits, yb)
+  end
+  optimizer:zero_grad()
+  local n_total = labels:size(1)
+  local parts = math.min(accum, n_total)
+  local first, mean_loss = 1, 0.0
+  for k = 1, parts do
+    local n = n_total * k // parts - n_total * (k - 1) // parts
+    local xb, yb = x, labels
+    if parts > 1 then xb, yb = x:narrow(1, first, n), labels:narrow(1, first, n) end
+    first = first + n
+    local loss = dtype and lt.autocast({dtype = dtype}, loss_of, xb, yb) or loss_of(xb, yb)
+    local weighted = n == n_total and loss or loss * (n / n_total)
+    if scaler then weighted = scaler:scale(weighted) end
+    weighted:backward()
+    mean_loss = mean_loss + loss:item() * n / n_total -- a number: keeps no graph alive
+  end
+  if scaler then
+    scaler:step(optimizer)
+    scaler:update()
+  else
+    optimizer:step()
+  end
+  return mean_loss
+end
+
 -- The training loop of the recipes: epochs of shuffled batches with a progress
 -- bar, test accuracy after each epoch, a checkpoint after each epoch when
 -- asked, resuming from one. opts.scheduler (optional) steps once per epoch.
+-- The memory options (training.memory_options; all off by default): opts.amp
+-- ("bf16" | "fp16"), opts.checkpoint_segments (N > 0), opts.accum (K > 1).
 -- Prints "test accuracy 0.XXXX" last; returns it.
 function training.fit(model, optimizer, train, test, opts)
-  local F = require("lt").nn.functional
   local progress = require "lt.progress"
   local prepare = opts.prepare or training.fashion_prepare
+  if opts.amp and opts.amp ~= "" and not AMP_DTYPES[opts.amp] then
+    error(("--amp must be bf16 or fp16, got '%s'"):format(opts.amp), 0)
+  end
+  if opts.accum and (math.type(opts.accum) ~= "integer" or opts.accum < 1) then
+    error(("--accum must be a positive integer, got %s"):format(tostring(opts.accum)), 0)
+  end
+  -- float16's range needs loss scaling; bfloat16 has float32's.
+  local scaler = opts.amp == "fp16" and require("lt.amp").GradScaler() or nil
   local first_epoch = 1
   if opts.resume then
     if opts.checkpoint == "" then error("--resume needs --checkpoint FILE", 0) end
@@ -175,11 +233,7 @@ function training.fit(model, optimizer, train, test, opts)
     local loss_sum, steps = 0.0, 0
     train:set_epoch(epoch)
     for images, labels in train:iter() do
-      local loss = F.cross_entropy(model(prepare(images)), labels)
-      optimizer:zero_grad()
-      loss:backward()
-      optimizer:step()
-      local l = loss:item() -- a number: keeps no graph alive
+      local l = train_step(model, optimizer, prepare(images), labels, opts, scaler)
       loss_sum, steps = loss_sum + l, steps + 1
       bar:step({loss = l})
     end

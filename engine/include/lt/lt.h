@@ -3,6 +3,7 @@
 #define LT_LT_H
 
 #include "lt/alloc.h"
+#include "lt/autocast.h"
 #include "lt/autograd.h"
 #include "lt/device.h"
 #include "lt/dtype.h"

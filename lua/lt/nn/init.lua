@@ -12,7 +12,7 @@ local nn = {
 }
 
 for _, family in ipairs { "linear", "conv", "norm", "activation", "pooling", "dropout", "flatten",
-  "container", "sparse", "loss" } do
+  "container", "sparse", "loss", "checkpoint" } do
   for name, cls in pairs(require("lt.nn." .. family)) do nn[name] = cls end
 end
 

@@ -4,6 +4,7 @@ local core = require "lt.core"
 local Module = require "lt.nn.module"
 local options = require "lt.nn.options"
 local raise = require "lt.user_error"
+local recompute = require "lt.recompute"
 
 local Parameter = Module.Parameter
 
@@ -60,6 +61,11 @@ local function define_batch_norm(name, accepted_dims)
     -- PyTorch's _BatchNorm.forward: the factor is the momentum, or 1/n for
     -- the cumulative average; the batch count only moves in training.
     local factor = self.momentum or 0
+    -- Recomputed by lt.checkpoint: the statistics were updated by the first
+    -- forward; this one normalises by the batch and leaves them alone.
+    if self.training and recompute.active() then
+      return F().batch_norm(x, nil, nil, self.weight, self.bias, { training = true, momentum = 0, eps = self.eps })
+    end
     if self.training and self.track_running_stats and self.num_batches_tracked ~= nil then
       self.num_batches_tracked:add_(1)
       if self.momentum == nil then factor = 1 / self.num_batches_tracked:item() end
