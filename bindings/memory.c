@@ -4,9 +4,14 @@
  * storage behind it, so a loop that drops big tensors would outrun it. Each
  * fresh storage is therefore charged to the collector as debt; when the debt
  * of a device passes a threshold (an eighth of what that device holds now, or
- * of its limit) the collector takes a step sized by the debt. Small tensors
- * cost one addition and one comparison. If an allocation fails anyway, the
- * allocator calls our hook, which runs a full collection before it retries. */
+ * of its limit) the collector runs: a full collection when the Lua heap is
+ * small next to the debt (a training script's heap is a few hundred KiB and
+ * a full collection of it takes tens of microseconds, while the tensors it
+ * frees are megabytes: so dropped graphs go back within a fraction of a step,
+ * as PyTorch's refcounting would free them), else a step sized by the debt.
+ * Small tensors cost one addition and one comparison. If an allocation fails
+ * anyway, the allocator calls our hook, which runs a full collection before
+ * it retries. */
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -119,7 +124,11 @@ void ltb_charge(lua_State *L, const lt_tensor *t) {
   if (p->debt < p->threshold) return;
   size_t kib = p->debt / KIB;
   p->debt = 0;
-  lua_gc(L, LUA_GCSTEP, kib > INT_MAX ? INT_MAX : (int)kib);
+  size_t heap_kib = (size_t)lua_gc(L, LUA_GCCOUNT);
+  if (heap_kib <= 4 * kib)
+    lua_gc(L, LUA_GCCOLLECT);
+  else
+    lua_gc(L, LUA_GCSTEP, kib > INT_MAX ? INT_MAX : (int)kib);
   p->threshold = next_threshold(s->device);
 }
 

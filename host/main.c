@@ -72,8 +72,7 @@ static int run_everything(lua_State *L, int argc, char **argv, const lt_options 
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   }
   create_arg_table(L, argc, argv, opts->script);
-  lua_gc(L, LUA_GCRESTART);
-  lua_gc(L, LUA_GCGEN, 0, 0);
+  lua_gc(L, LUA_GCRESTART); /* incremental mode: see luaopen_lt_core */
   if (!lt_env_open(L, argv[0])) return 0;
   if (!apply_lt_options(L, opts)) return 0;
   if (!opts->has_E && run_lua_init(L) != LUA_OK) return 0;
