@@ -137,9 +137,10 @@ function tricks.parameter_bytes(model, rounded)
   return total
 end
 
--- One forward and backward (and an optimizer step when opt is given).
-function tricks.train_step(model, x, target, opt)
-  local loss = F.cross_entropy(model(x), target)
+-- One forward and backward (and an optimizer step when opt is given);
+-- forward(model, x), when given, replaces model(x) (checkpointing).
+function tricks.train_step(model, x, target, opt, forward)
+  local loss = F.cross_entropy(forward and forward(model, x) or model(x), target)
   loss:backward()
   if opt then opt:step() end
   return loss
@@ -165,19 +166,25 @@ local function sgd(params) return optim.SGD(params, { lr = 0.01 }) end
 -- step of a long run does. The garbage of the first step is collected
 -- before the second, so that the figure is the step's own. SGD without
 -- momentum unless optimizer says otherwise; also returns the optimizer's
--- state bytes.
-local function training_peak(model_name, opts, optimizer)
+-- state bytes and the step's activation peak. how, when given, changes the
+-- run: how.batch (the batch size), how.prepare(model, x) -> model, x (a
+-- dtype conversion, before the optimizer sees the parameters) and
+-- how.step(model, x, target, opt) in place of tricks.train_step.
+local function training_peak(model_name, opts, optimizer, how)
+  how = how or {}
   lt.gc()
   local base = lt.memory.allocated()
-  local model, x, target = tricks.setup(model_name, opts)
+  local model, x, target = tricks.setup(model_name, opts, how.batch)
+  if how.prepare then model, x = how.prepare(model, x) end
   local opt = (optimizer or sgd)(model:parameters())
-  tricks.train_step(model, x, target, opt)
+  local step = how.step or tricks.train_step
+  step(model, x, target, opt)
   opt:zero_grad()
-  lt.gc()
+  lt.gc() -- also the float32 originals a conversion left behind
   lt.memory.reset_peak()
-  tricks.train_step(model, x, target, opt)
+  step(model, x, target, opt)
   opt:zero_grad()
-  return lt.memory.max_allocated() - base, opt:state_bytes()
+  return lt.memory.max_allocated() - base, opt:state_bytes(), lt.memory.stats().by_category.activation.peak
 end
 tricks.training_peak = training_peak
 
@@ -437,6 +444,82 @@ technique {
     local without, adam_state = training_peak(model_name, {}, adam)
     local with, momentum_state = training_peak(model_name, {}, sgd_momentum)
     return without, with, { adam_state = adam_state, momentum_state = momentum_state }
+  end,
+}
+
+-- ---- precision and recomputation ----
+
+-- The model and its input in bfloat16: parameters, and so gradients and
+-- activations, take 2 bytes a number instead of 4.
+function tricks.to_bfloat16(model, x) return model:bfloat16(), x:bfloat16() end
+
+technique {
+  id = "bfloat16", name = "half precision (bfloat16 model)", models = { "cnn", "mlp" },
+  explain = "model:bfloat16() and a bfloat16 input: parameters, gradients and activations all take 2 bytes, not 4",
+  measure = function(model_name)
+    return training_peak(model_name, {}), training_peak(model_name, {}, nil, { prepare = tricks.to_bfloat16 }), {}
+  end,
+}
+
+-- A training step whose forward and loss run under bfloat16 autocast. The
+-- backward runs outside the region, as PyTorch recommends: each backward
+-- formula already works in the dtypes its forward op saw.
+function tricks.autocast_step(model, x, target, opt)
+  local loss
+  do
+    local region <close> = lt.autocast { dtype = "bfloat16" }
+    loss = F.cross_entropy(model(x), target)
+  end
+  loss:backward()
+  if opt then opt:step() end
+  return loss
+end
+
+technique {
+  id = "autocast", name = "autocast bfloat16", models = { "cnn", "mlp" },
+  explain = "matmuls and convolutions in bfloat16 save 16-bit activations, but each weight gets a bfloat16 copy",
+  measure = function(model_name)
+    return training_peak(model_name, {}), training_peak(model_name, {}, nil, { step = tricks.autocast_step }), {}
+  end,
+}
+
+-- Checkpoint segments: 4 of the MLP's 33 layers; one per child of the CNN,
+-- since its first block holds most of the activations and only segments
+-- that split it off help (README, "Mixed precision and checkpointing").
+function tricks.checkpoint_segments(model_name, model)
+  return model_name == "mlp" and 4 or #model:children()
+end
+
+-- A forward for tricks.train_step through nn.checkpoint_sequential.
+function tricks.checkpointed(model_name)
+  return function(model, x)
+    return nn.checkpoint_sequential(model, tricks.checkpoint_segments(model_name, model), x)
+  end
+end
+
+-- One forward and backward of a fresh model, plain or checkpointed: the
+-- activation category's peak and the gradients.
+function tricks.checkpoint_step(model_name, checkpoint, batch)
+  local model, x, target = tricks.setup(model_name, nil, batch)
+  lt.gc()
+  lt.memory.reset_peak()
+  tricks.train_step(model, x, target, nil, checkpoint and tricks.checkpointed(model_name) or nil)
+  local grads = {}
+  for i, p in ipairs(model:parameters()) do grads[i] = p.grad end
+  return lt.memory.stats().by_category.activation.peak, grads
+end
+
+technique {
+  id = "checkpoint", name = "checkpointing", models = { "cnn", "mlp" },
+  explain = "nn.checkpoint_sequential (MLP: 4 segments, CNN: one per child) keeps segment inputs, recomputes the rest",
+  measure = function(model_name)
+    local without, _, activations_plain = training_peak(model_name, {})
+    local with, _, activations_checkpointed = training_peak(model_name, {}, nil, {
+      step = function(model, x, target, opt)
+        return tricks.train_step(model, x, target, opt, tricks.checkpointed(model_name))
+      end,
+    })
+    return without, with, { activations_plain = activations_plain, activations_checkpointed = activations_checkpointed }
   end,
 }
 

@@ -344,6 +344,59 @@ describe("optimizer state", function()
   end)
 end)
 
+describe("half precision, autocast and checkpointing", function()
+  it("a bfloat16 model holds exactly half the parameter bytes, and its step peaks lower", function()
+    settled()
+    local before = tricks.category("parameter")
+    local model = tricks.setup("mlp", nil, 8)
+    local float32_bytes, halves = tricks.parameter_bytes(model), 0
+    for _, p in ipairs(model:parameters()) do
+      halves = halves + math.max(512, (p:nbytes() // 2 + 511) // 512 * 512)
+    end
+    model:bfloat16()
+    settled() -- the float32 originals
+    assert.equal(float32_bytes, 2 * tricks.parameter_bytes(model))
+    -- The allocator rounds each tensor: the 10-number head bias takes 512 bytes in both dtypes.
+    assert.equal(halves, tricks.parameter_bytes(model, true))
+    assert.equal(halves, tricks.category("parameter") - before)
+    local without, with = tricks.techniques.bfloat16.measure("mlp")
+    -- The parameters alone save half their float32 bytes; gradients and activations add to that.
+    assert.is_true(without - with >= float32_bytes // 2, ("saved %d bytes"):format(without - with))
+  end)
+
+  it("autocast keeps float32 gradients for float32 parameters", function()
+    local model, x, target = tricks.setup("mlp", nil, 8)
+    local loss = tricks.autocast_step(model, x, target)
+    assert.equal("float32", loss.dtype) -- the loss runs in float32 under autocast
+    for _, p in ipairs(model:parameters()) do
+      assert.equal("float32", p.dtype)
+      assert.equal("float32", p.grad.dtype)
+    end
+  end)
+
+  it("autocast lowers the CNN's step peak, where activations outweigh the weights' bfloat16 copies", function()
+    local without, with = tricks.techniques.autocast.measure("cnn")
+    assert.is_true(with < without, ("%d bytes with, %d without"):format(with, without))
+  end)
+
+  it("checkpointing the MLP in 4 segments at least halves its activation peak, with the same gradients", function()
+    local plain, plain_grads = tricks.checkpoint_step("mlp", false)
+    local checkpointed, grads = tricks.checkpoint_step("mlp", true)
+    assert.is_true(checkpointed <= plain / 2, ("%d bytes checkpointed, %d plain"):format(checkpointed, plain))
+    assert.equal(#plain_grads, #grads)
+    for i = 1, #grads do
+      local diff = (plain_grads[i] - grads[i]):abs():max():item()
+      assert.is_true(diff <= 1e-6, ("gradient %d differs by %g"):format(i, diff))
+    end
+  end)
+
+  it("checkpointing lowers the CNN's activation peak with one segment per child", function()
+    local plain = tricks.checkpoint_step("cnn", false, 16)
+    local checkpointed = tricks.checkpoint_step("cnn", true, 16)
+    assert.is_true(checkpointed < plain, ("%d bytes checkpointed, %d plain"):format(checkpointed, plain))
+  end)
+end)
+
 describe("the table", function()
   it("formats rows as aligned text and as Markdown", function()
     local rows = {
