@@ -234,3 +234,18 @@ void ltb_check_grad_dtype(lua_State *L, lt_dtype dt, const char *op) {
     luaL_error(L, "%s: only floating point tensors can require gradients, got %s", op,
                lt_dtype_name(dt));
 }
+
+void ltb_register_guard(lua_State *L, const char *name, lua_CFunction close,
+                        lua_CFunction tostring) {
+  if (luaL_newmetatable(L, name)) {
+    lua_pushcfunction(L, close);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_newtable(L);
+    lua_pushcfunction(L, close);
+    lua_setfield(L, -2, "close");
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+}

@@ -62,6 +62,11 @@ void ltb_require_device(lua_State *L, lt_device dev, const char *op);
 void ltb_push_dtype(lua_State *L, lt_dtype dt);
 void ltb_push_device(lua_State *L, lt_device dev);
 
+/* Registers the metatable of a scope guard (lt.no_grad(), lt.autocast{}):
+ * __close and a close method restore the previous state, __tostring names it. */
+void ltb_register_guard(lua_State *L, const char *name, lua_CFunction close,
+                        lua_CFunction tostring);
+
 /* Raises "<op>: only floating point tensors can require gradients, got int64". */
 void ltb_check_grad_dtype(lua_State *L, lt_dtype dt, const char *op);
 

@@ -144,17 +144,7 @@ static int autocast_cache_size_fn(lua_State *L) {
 
 void ltb_open_autocast(lua_State *L, int core_idx) {
   core_idx = lua_absindex(L, core_idx);
-  if (luaL_newmetatable(L, AUTOCAST_GUARD_NAME)) {
-    lua_pushcfunction(L, guard_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, guard_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_newtable(L);
-    lua_pushcfunction(L, guard_close);
-    lua_setfield(L, -2, "close");
-    lua_setfield(L, -2, "__index");
-  }
-  lua_pop(L, 1);
+  ltb_register_guard(L, AUTOCAST_GUARD_NAME, guard_close, guard_tostring);
   static const luaL_Reg functions[] = {
       {"autocast", lt_autocast_fn},
       {"is_autocast_enabled", lt_is_autocast_enabled_fn},

@@ -130,17 +130,7 @@ static const luaL_Reg autograd_functions[] = {
 void ltb_open_autograd(lua_State *L, int methods_idx, int core_idx) {
   methods_idx = lua_absindex(L, methods_idx);
   core_idx = lua_absindex(L, core_idx);
-  if (luaL_newmetatable(L, GRAD_GUARD_NAME)) {
-    lua_pushcfunction(L, guard_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, guard_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_newtable(L);
-    lua_pushcfunction(L, guard_close);
-    lua_setfield(L, -2, "close");
-    lua_setfield(L, -2, "__index");
-  }
-  lua_pop(L, 1);
+  ltb_register_guard(L, GRAD_GUARD_NAME, guard_close, guard_tostring);
   lua_pushvalue(L, methods_idx);
   luaL_setfuncs(L, autograd_methods, 0);
   lua_pop(L, 1);

@@ -43,14 +43,9 @@ function Conv2d:init(in_channels, out_channels, kernel_size, opts)
   self:reset_parameters()
 end
 
--- As Linear: kaiming_uniform_(a = sqrt(5)), bias uniform(+-1/sqrt(fan_in)).
+-- PyTorch's default initialisation (init.default_layer_).
 function Conv2d:reset_parameters()
-  init.kaiming_uniform_(self.weight, { a = math.sqrt(5) })
-  if self.bias ~= nil then
-    local fan_in = init.calculate_fan_in_and_fan_out(self.weight)
-    local bound = fan_in > 0 and 1 / math.sqrt(fan_in) or 0
-    init.uniform_(self.bias, -bound, bound)
-  end
+  init.default_layer_(self.weight, self.bias)
 end
 
 function Conv2d:forward(x)

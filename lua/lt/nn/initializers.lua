@@ -44,6 +44,18 @@ function init.calculate_gain(nonlinearity, param)
   raise("calculate_gain: unsupported nonlinearity '" .. tostring(nonlinearity) .. "'")
 end
 
+-- PyTorch's default for Linear and Conv layers: kaiming_uniform_ with
+-- a = sqrt(5), which gives the weight the bound 1/sqrt(fan_in), and the bias
+-- (if any) uniform in the same bound.
+function init.default_layer_(weight, bias)
+  init.kaiming_uniform_(weight, { a = math.sqrt(5) })
+  if bias ~= nil then
+    local fan_in = init.calculate_fan_in_and_fan_out(weight)
+    local bound = fan_in > 0 and 1 / math.sqrt(fan_in) or 0
+    init.uniform_(bias, -bound, bound)
+  end
+end
+
 function init.uniform_(t, a, b)
   check_tensor("uniform_", t)
   t:detach():uniform_(a or 0, b or 1)

@@ -25,15 +25,9 @@ function Linear:init(in_features, out_features, opts)
   self:reset_parameters()
 end
 
--- PyTorch's default: kaiming_uniform_ with a = sqrt(5), which gives
--- bound 1/sqrt(fan_in) for the weight; the bias uniform in the same bound.
+-- PyTorch's default initialisation (init.default_layer_).
 function Linear:reset_parameters()
-  init.kaiming_uniform_(self.weight, { a = math.sqrt(5) })
-  if self.bias ~= nil then
-    local fan_in = init.calculate_fan_in_and_fan_out(self.weight)
-    local bound = fan_in > 0 and 1 / math.sqrt(fan_in) or 0
-    init.uniform_(self.bias, -bound, bound)
-  end
+  init.default_layer_(self.weight, self.bias)
 end
 
 function Linear:forward(x)
