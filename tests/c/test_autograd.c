@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gradcheck.h"
 #include "lt/lt.h"
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
@@ -52,14 +53,6 @@ static lt_tensor *tensor_of(const int64_t *shape, int ndim, const double *v) {
 }
 
 /* Element i of a float64 tensor of any layout. */
-static double elem(const lt_tensor *t, int64_t i) {
-  lt_tensor *c = NULL;
-  if (lt_contiguous(t, &c) != LT_OK) return NAN;
-  double v = lt_load_double((const char *)lt_data(c) + i * (int64_t)lt_dtype_size(c->dtype), c->dtype);
-  lt_tensor_release(c);
-  return v;
-}
-
 static size_t allocated_bytes(void) {
   lt_memory_stats s;
   lt_memory_get_stats(lt_cpu(), &s);
@@ -69,78 +62,6 @@ static size_t allocated_bytes(void) {
 static void release_all(lt_tensor **ts, int n) {
   for (int i = 0; i < n; i++)
     if (ts[i]) lt_tensor_release(ts[i]);
-}
-
-/* ---- the finite-difference check ---- */
-
-typedef lt_status (*op_fn)(lt_tensor *const *in, const void *ctx, lt_tensor **out);
-
-/* sum(f(in) * w) for fixed random w: its gradient checks the whole
- * vector-Jacobian product of f, not just a sum of columns. */
-static lt_status weighted_loss(op_fn f, lt_tensor *const *in, const void *ctx, lt_tensor **w,
-                               lt_tensor **loss) {
-  lt_tensor *y = NULL, *prod = NULL;
-  LT_TRY(f(in, ctx, &y));
-  if (!*w) *w = random_tensor(y->shape, y->ndim, ANY, false);
-  lt_tensor *yd = NULL;
-  lt_status st = lt_to_dtype(y, LT_FLOAT64, false, &yd);
-  if (st == LT_OK) st = lt_binary(LT_OP_MUL, yd, *w, &prod);
-  if (st == LT_OK) st = lt_sum(prod, NULL, 0, false, loss);
-  lt_tensor_release(y);
-  if (yd) lt_tensor_release(yd);
-  if (prod) lt_tensor_release(prod);
-  return st;
-}
-
-static double loss_value(op_fn f, lt_tensor *const *in, const void *ctx, lt_tensor **w) {
-  bool prev = lt_set_grad_enabled(false);
-  lt_tensor *loss = NULL;
-  double v = NAN;
-  if (weighted_loss(f, in, ctx, w, &loss) == LT_OK) lt_item(loss, &v);
-  if (loss) lt_tensor_release(loss);
-  lt_set_grad_enabled(prev);
-  return v;
-}
-
-/* Backward's gradients of every input that requires grad against central
- * differences. Inputs must be contiguous float64 leaves. */
-static bool gradcheck(const char *name, op_fn f, lt_tensor *const *in, int nin, const void *ctx) {
-  for (int k = 0; k < nin; k++) { /* start from no gradient */
-    if (in[k]->grad) lt_tensor_release(in[k]->grad);
-    in[k]->grad = NULL;
-  }
-  lt_tensor *w = NULL, *loss = NULL;
-  lt_status st = weighted_loss(f, in, ctx, &w, &loss);
-  if (st == LT_OK) st = lt_backward(loss, NULL, false);
-  if (loss) lt_tensor_release(loss);
-  if (st != LT_OK) {
-    fprintf(stderr, "%s: %s\n", name, lt_last_error());
-    if (w) lt_tensor_release(w);
-    return false;
-  }
-  const double eps = 1e-6, tol = 1e-6;
-  bool ok = true;
-  for (int k = 0; k < nin && ok; k++) {
-    if (!in[k]->requires_grad) continue;
-    double *p = lt_data(in[k]);
-    for (int64_t i = 0; i < lt_numel(in[k]) && ok; i++) {
-      double orig = p[i];
-      p[i] = orig + eps;
-      double up = loss_value(f, in, ctx, &w);
-      p[i] = orig - eps;
-      double down = loss_value(f, in, ctx, &w);
-      p[i] = orig;
-      double numeric = (up - down) / (2 * eps);
-      double analytic = in[k]->grad ? elem(in[k]->grad, i) : 0.0;
-      if (!(fabs(numeric - analytic) <= tol * (1 + fabs(numeric)))) {
-        fprintf(stderr, "%s: d/d input %d [%lld]: backward %.12g, finite differences %.12g\n",
-                name, k + 1, (long long)i, analytic, numeric);
-        ok = false;
-      }
-    }
-  }
-  lt_tensor_release(w);
-  return ok;
 }
 
 /* ---- the ops under test ---- */
@@ -187,7 +108,7 @@ static void test_binary_ops(void) {
       bin_ctx c = {ops[o], 0, false, false, false};
       char name[64];
       snprintf(name, sizeof name, "%s (shapes %d)", lt_binary_op_name(ops[o]), k);
-      CHECK(gradcheck(name, f_binary, in, 2, &c));
+      CHECK(gradcheck(name, NULL, f_binary, in, 2, &c));
       release_all(in, 2);
     }
     /* scalar on either side */
@@ -196,7 +117,7 @@ static void test_binary_ops(void) {
       bin_ctx c = {ops[o], 1.7, true, first == 1, false};
       char name[64];
       snprintf(name, sizeof name, "%s scalar (first %d)", lt_binary_op_name(ops[o]), first);
-      CHECK(gradcheck(name, f_binary, in, 1, &c));
+      CHECK(gradcheck(name, NULL, f_binary, in, 1, &c));
       release_all(in, 1);
     }
     /* in place, tensor and scalar operand */
@@ -205,12 +126,12 @@ static void test_binary_ops(void) {
       bin_ctx c = {ops[o], 0, false, false, true};
       char name[64];
       snprintf(name, sizeof name, "%s_ in place", lt_binary_op_name(ops[o]));
-      CHECK(gradcheck(name, f_binary, in, 2, &c));
+      CHECK(gradcheck(name, NULL, f_binary, in, 2, &c));
       release_all(in, 2);
       lt_tensor *in1[1] = {random_tensor(SHAPE(2, 3), 2, r, true)};
       bin_ctx cs = {ops[o], 0.8, true, false, true};
       snprintf(name, sizeof name, "%s_ scalar in place", lt_binary_op_name(ops[o]));
-      CHECK(gradcheck(name, f_binary, in1, 1, &cs));
+      CHECK(gradcheck(name, NULL, f_binary, in1, 1, &cs));
       release_all(in1, 1);
     }
   }
@@ -219,7 +140,7 @@ static void test_binary_ops(void) {
   {
     lt_tensor *in[1] = {random_tensor(SHAPE(4), 1, AWAY_FROM_ZERO, true)};
     bin_ctx c = {LT_OP_POW, 3.0, true, false, false};
-    CHECK(gradcheck("pow(negative base, 3)", f_binary, in, 1, &c));
+    CHECK(gradcheck("pow(negative base, 3)", NULL, f_binary, in, 1, &c));
     release_all(in, 1);
   }
   {
@@ -234,7 +155,7 @@ static void test_binary_ops(void) {
     CHECK(lt_backward(loss, NULL, false) == LT_OK);
     CHECK(b->grad && b->grad->dtype == LT_FLOAT32);
     CHECK(c->grad && c->grad->dtype == LT_FLOAT64);
-    if (b->grad) CHECK(fabs(elem(b->grad, 0) - elem(c, 0)) < 1e-6);
+    if (b->grad) CHECK(fabs(gc_element(b->grad, 0) - gc_element(c, 0)) < 1e-6);
     lt_tensor *all[] = {b, c, y, loss};
     release_all(all, 4);
   }
@@ -250,8 +171,8 @@ static void test_extremum_ties(void) {
   CHECK(lt_binary(LT_OP_MAXIMUM, a, b, &m) == LT_OK);
   CHECK(lt_sum(m, NULL, 0, false, &loss) == LT_OK);
   CHECK(lt_backward(loss, NULL, false) == LT_OK);
-  CHECK(a->grad && elem(a->grad, 0) == 1 && elem(a->grad, 1) == 0.5 && elem(a->grad, 2) == 0);
-  CHECK(b->grad && elem(b->grad, 0) == 0 && elem(b->grad, 1) == 0.5 && elem(b->grad, 2) == 1);
+  CHECK(a->grad && gc_element(a->grad, 0) == 1 && gc_element(a->grad, 1) == 0.5 && gc_element(a->grad, 2) == 0);
+  CHECK(b->grad && gc_element(b->grad, 0) == 0 && gc_element(b->grad, 1) == 0.5 && gc_element(b->grad, 2) == 1);
   lt_tensor *all[] = {a, b, m, loss};
   release_all(all, 4);
 }
@@ -269,7 +190,7 @@ static void test_unary_ops(void) {
       un_ctx c = {(lt_unary_op)op, inplace == 1};
       char name[64];
       snprintf(name, sizeof name, "%s%s", lt_unary_op_name((lt_unary_op)op), inplace ? "_" : "");
-      CHECK(gradcheck(name, f_unary, in, 1, &c));
+      CHECK(gradcheck(name, NULL, f_unary, in, 1, &c));
       release_all(in, 1);
     }
   }
@@ -301,14 +222,14 @@ static void test_clamp_where(void) {
     for (int i = 0; i < 12; i++) v[i] = -1.0 + 0.17 * i + 0.001;
     lt_tensor *in[1] = {tensor_of(SHAPE(3, 4), 2, v)};
     lt_requires_grad_(in[0], true);
-    CHECK(gradcheck("clamp", f_clamp, in, 1, &cases[k]));
+    CHECK(gradcheck("clamp", NULL, f_clamp, in, 1, &cases[k]));
     release_all(in, 1);
   }
   lt_tensor *in[3] = {random_tensor(SHAPE(2, 3), 2, ANY, true), random_tensor(SHAPE(3), 1, ANY, true),
                       NULL};
   lt_tensor *r = random_tensor(SHAPE(2, 1), 2, ANY, false);
   lt_binary_scalar(LT_OP_GT, r, 0.0, false, false, &in[2]);
-  CHECK(gradcheck("where", f_where, in, 3, NULL));
+  CHECK(gradcheck("where", NULL, f_where, in, 3, NULL));
   release_all(in, 3);
   lt_tensor_release(r);
 }
@@ -350,7 +271,7 @@ static void test_reductions(void) {
     lt_tensor *in[1] = {random_tensor(SHAPE(2, 3, 2), 3, POSITIVE, true)};
     char name[64];
     snprintf(name, sizeof name, "reduction case %zu", k);
-    CHECK(gradcheck(name, f_reduce, in, 1, &cases[k]));
+    CHECK(gradcheck(name, NULL, f_reduce, in, 1, &cases[k]));
     release_all(in, 1);
   }
   /* prod with one zero and with two zeros in a slice */
@@ -359,7 +280,7 @@ static void test_reductions(void) {
     lt_tensor *in[1] = {tensor_of(SHAPE(2, 3), 2, v)};
     lt_requires_grad_(in[0], true);
     reduce_ctx c = {2, {k}, k == 0 ? 0 : 1, false};
-    CHECK(gradcheck("prod with zeros", f_reduce, in, 1, &c));
+    CHECK(gradcheck("prod with zeros", NULL, f_reduce, in, 1, &c));
     release_all(in, 1);
   }
   /* max_all shares among ties: [1, 3, 3] -> [0, 0.5, 0.5] */
@@ -367,7 +288,7 @@ static void test_reductions(void) {
   lt_requires_grad_(x, true);
   CHECK(lt_max_all(x, &m) == LT_OK);
   CHECK(lt_backward(m, NULL, false) == LT_OK);
-  CHECK(x->grad && elem(x->grad, 0) == 0 && elem(x->grad, 1) == 0.5 && elem(x->grad, 2) == 0.5);
+  CHECK(x->grad && gc_element(x->grad, 0) == 0 && gc_element(x->grad, 1) == 0.5 && gc_element(x->grad, 2) == 0.5);
   lt_tensor_release(m);
   /* max over a dim: all of it to the returned (first) index */
   lt_tensor *v2 = NULL, *i2 = NULL, *loss = NULL;
@@ -376,7 +297,7 @@ static void test_reductions(void) {
   CHECK(lt_max_dim(x, 0, false, 1, &v2, &i2) == LT_OK);
   CHECK(lt_sum(v2, NULL, 0, false, &loss) == LT_OK);
   CHECK(lt_backward(loss, NULL, false) == LT_OK);
-  CHECK(x->grad && elem(x->grad, 0) == 0 && elem(x->grad, 1) == 1 && elem(x->grad, 2) == 0);
+  CHECK(x->grad && gc_element(x->grad, 0) == 0 && gc_element(x->grad, 1) == 1 && gc_element(x->grad, 2) == 0);
   lt_tensor *all[] = {x, v2, i2, loss};
   release_all(all, 4);
 }
@@ -411,15 +332,15 @@ static void test_matmul(void) {
                         random_tensor(cases[k].b, cases[k].nb, ANY, true)};
     char name[64];
     snprintf(name, sizeof name, "matmul case %zu", k);
-    CHECK(gradcheck(name, f_matmul, in, 2, NULL));
+    CHECK(gradcheck(name, NULL, f_matmul, in, 2, NULL));
     release_all(in, 2);
   }
   lt_tensor *in[2] = {random_tensor(SHAPE(4, 3), 2, ANY, true), random_tensor(SHAPE(5, 3), 2, ANY, true)};
-  CHECK(gradcheck("x @ w^T", f_matmul_bt, in, 2, NULL));
+  CHECK(gradcheck("x @ w^T", NULL, f_matmul_bt, in, 2, NULL));
   release_all(in, 2);
   /* only one side requiring grad */
   lt_tensor *in2[2] = {random_tensor(SHAPE(4, 3), 2, ANY, false), random_tensor(SHAPE(3, 2), 2, ANY, true)};
-  CHECK(gradcheck("matmul, b only", f_matmul, in2, 2, NULL));
+  CHECK(gradcheck("matmul, b only", NULL, f_matmul, in2, 2, NULL));
   CHECK(in2[0]->grad == NULL);
   release_all(in2, 2);
 }
@@ -504,21 +425,21 @@ static void test_views_and_joins(void) {
     lt_tensor *in[1] = {random_tensor(SHAPE(2, 3, 4), 3, ANY, true)};
     char name[64];
     snprintf(name, sizeof name, "view case %d", which);
-    CHECK(gradcheck(name, f_views, in, 1, &which));
+    CHECK(gradcheck(name, NULL, f_views, in, 1, &which));
     release_all(in, 1);
   }
   for (int dim = 0; dim < 2; dim++) {
     lt_tensor *in[3] = {random_tensor(SHAPE(2, 3), 2, ANY, true), random_tensor(SHAPE(2, 3), 2, ANY, false),
                         random_tensor(SHAPE(2, 3), 2, ANY, true)};
-    CHECK(gradcheck("cat", f_cat, in, 3, &dim));
-    CHECK(gradcheck("stack", f_stack, in, 3, &dim));
+    CHECK(gradcheck("cat", NULL, f_cat, in, 3, &dim));
+    CHECK(gradcheck("stack", NULL, f_stack, in, 3, &dim));
     release_all(in, 3);
   }
   {
     int dim = 1;
     lt_tensor *in[3] = {random_tensor(SHAPE(2, 1), 2, ANY, true), random_tensor(SHAPE(2, 4), 2, ANY, true),
                         random_tensor(SHAPE(2, 2), 2, ANY, true)};
-    CHECK(gradcheck("cat (unequal sizes)", f_cat, in, 3, &dim));
+    CHECK(gradcheck("cat (unequal sizes)", NULL, f_cat, in, 3, &dim));
     release_all(in, 3);
   }
   {
@@ -528,17 +449,17 @@ static void test_views_and_joins(void) {
     CHECK(y && lt_grad_fn_name(y) && strcmp(lt_grad_fn_name(y), "MulBackward") == 0);
     CHECK(lt_sum(y, NULL, 0, false, &loss) == LT_OK);
     CHECK(lt_backward(loss, NULL, false) == LT_OK);
-    CHECK(x->grad && x->grad->dtype == LT_FLOAT64 && elem(x->grad, 2) == 2.0);
+    CHECK(x->grad && x->grad->dtype == LT_FLOAT64 && gc_element(x->grad, 2) == 2.0);
     lt_tensor *all[] = {x, y, loss};
     release_all(all, 3);
   }
   {
     lt_tensor *in[2] = {random_tensor(SHAPE(2, 3), 2, ANY, true), random_tensor(SHAPE(3), 1, ANY, true)};
-    CHECK(gradcheck("copy_", f_copy_, in, 2, NULL));
-    CHECK(in[0]->grad && elem(in[0]->grad, 0) == 0.0); /* overwritten: zero gradient */
+    CHECK(gradcheck("copy_", NULL, f_copy_, in, 2, NULL));
+    CHECK(in[0]->grad && gc_element(in[0]->grad, 0) == 0.0); /* overwritten: zero gradient */
     release_all(in, 2);
     lt_tensor *in1[1] = {random_tensor(SHAPE(2, 3), 2, ANY, true)};
-    CHECK(gradcheck("fill_", f_fill_, in1, 1, NULL));
+    CHECK(gradcheck("fill_", NULL, f_fill_, in1, 1, NULL));
     release_all(in1, 1);
   }
 }
@@ -558,10 +479,10 @@ static void test_accumulation_and_retain(void) {
   lt_requires_grad_(x, true);
   lt_tensor *loss = square_sum(x);
   CHECK(lt_backward(loss, NULL, true) == LT_OK);
-  CHECK(x->grad && elem(x->grad, 0) == 2 && elem(x->grad, 1) == 4);
+  CHECK(x->grad && gc_element(x->grad, 0) == 2 && gc_element(x->grad, 1) == 4);
   CHECK(x->grad && lt_block_category(x->grad->storage->block) == LT_CAT_GRADIENT);
   CHECK(lt_backward(loss, NULL, false) == LT_OK); /* retained: a second pass works and adds */
-  CHECK(x->grad && elem(x->grad, 0) == 4 && elem(x->grad, 1) == 8);
+  CHECK(x->grad && gc_element(x->grad, 0) == 4 && gc_element(x->grad, 1) == 8);
   CHECK(lt_backward(loss, NULL, false) != LT_OK);
   CHECK(strstr(lt_last_error(), "backward: trying to backward through the graph a second time") != NULL);
   CHECK(strstr(lt_last_error(), "retain_graph=true") != NULL);
@@ -569,7 +490,7 @@ static void test_accumulation_and_retain(void) {
   /* two separate graphs accumulate */
   loss = square_sum(x);
   CHECK(lt_backward(loss, NULL, false) == LT_OK);
-  CHECK(x->grad && elem(x->grad, 1) == 12);
+  CHECK(x->grad && gc_element(x->grad, 1) == 12);
   lt_tensor_release(loss);
   /* an explicit gradient for a non-scalar root; a leaf root */
   lt_tensor *y = NULL, *g = tensor_of(SHAPE(2), 1, (const double[]){1, 10});
@@ -577,10 +498,10 @@ static void test_accumulation_and_retain(void) {
   lt_tensor_release(x->grad);
   x->grad = NULL;
   CHECK(lt_backward(y, g, false) == LT_OK);
-  CHECK(x->grad && elem(x->grad, 0) == 3 && elem(x->grad, 1) == 30);
+  CHECK(x->grad && gc_element(x->grad, 0) == 3 && gc_element(x->grad, 1) == 30);
   CHECK(lt_backward(x, g, false) == LT_OK);
-  CHECK(x->grad && elem(x->grad, 0) == 4 && elem(x->grad, 1) == 40);
-  CHECK(elem(g, 1) == 10); /* the given gradient was not written to */
+  CHECK(x->grad && gc_element(x->grad, 0) == 4 && gc_element(x->grad, 1) == 40);
+  CHECK(gc_element(g, 1) == 10); /* the given gradient was not written to */
   /* a tensor used twice sums its gradients: y = x*3 used in y + y*y */
   lt_tensor *yy = NULL, *z = NULL, *zs = NULL;
   lt_tensor_release(x->grad);
@@ -592,7 +513,7 @@ static void test_accumulation_and_retain(void) {
   CHECK(lt_sum(z, NULL, 0, false, &zs) == LT_OK);
   CHECK(lt_backward(zs, NULL, false) == LT_OK);
   /* d/dx (3x + 9x^2) = 3 + 18x */
-  CHECK(x->grad && elem(x->grad, 0) == 21 && elem(x->grad, 1) == 39);
+  CHECK(x->grad && gc_element(x->grad, 0) == 21 && gc_element(x->grad, 1) == 39);
   lt_tensor *all[] = {x, y, g, yy, z, zs};
   release_all(all, 6);
 }
@@ -622,13 +543,13 @@ static void test_errors(void) {
   /* in place on a leaf that requires grad; allowed in no_grad */
   CHECK(lt_unary_(LT_OP_RELU, x) != LT_OK);
   CHECK(strstr(lt_last_error(), "relu_: a leaf tensor that requires grad is used in an in-place operation") != NULL);
-  CHECK(elem(x, 0) == 1);
+  CHECK(gc_element(x, 0) == 1);
   bool prev = lt_set_grad_enabled(false);
   CHECK(prev);
   CHECK(lt_binary_scalar_(LT_OP_ADD, x, 1.0, false) == LT_OK);
   lt_set_grad_enabled(prev);
   CHECK(lt_is_grad_enabled());
-  CHECK(elem(x, 0) == 2 && lt_is_leaf(x));
+  CHECK(gc_element(x, 0) == 2 && lt_is_leaf(x));
   /* in place on a view that requires grad */
   lt_tensor *v = NULL;
   CHECK(lt_select(y, 0, 0, &v) == LT_OK);
@@ -670,8 +591,8 @@ static void test_version_counter(void) {
   /* expected: x^T @ (y > 0) */
   if (w->grad) {
     double expect = 0;
-    for (int r = 0; r < 2; r++) expect += elem(x, r * 3) * (elem(y, r * 4) > 0 ? 1 : 0);
-    CHECK(fabs(elem(w->grad, 0) - expect) < 1e-12);
+    for (int r = 0; r < 2; r++) expect += gc_element(x, r * 3) * (gc_element(y, r * 4) > 0 ? 1 : 0);
+    CHECK(fabs(gc_element(w->grad, 0) - expect) < 1e-12);
   }
   lt_tensor *all2[] = {x, w, y, loss};
   release_all(all2, 4);
@@ -765,7 +686,7 @@ static lt_status double_backward(void *ud, lt_tensor *const *go, int nout, lt_te
   u->calls++;
   if (nout != 2 || nin != 2) return lt_error(LT_ERR_INTERNAL, "custom: wrong counts");
   /* output 2 received no gradient: it comes as zeros */
-  if (elem(go[1], 0) != 0) return lt_error(LT_ERR_INTERNAL, "custom: expected zeros");
+  if (gc_element(go[1], 0) != 0) return lt_error(LT_ERR_INTERNAL, "custom: expected zeros");
   return lt_binary_scalar(LT_OP_MUL, go[0], 2.0, false, false, &gi[0]);
 }
 
@@ -794,7 +715,7 @@ static void test_custom(void) {
   CHECK(lt_sum(outs[0], NULL, 0, false, &loss) == LT_OK);
   CHECK(lt_backward(loss, NULL, false) == LT_OK);
   CHECK(u.calls == 1 && u.freed == 1); /* freed after a backward without retain_graph */
-  CHECK(x->grad && elem(x->grad, 0) == 2 && elem(x->grad, 1) == 2);
+  CHECK(x->grad && gc_element(x->grad, 0) == 2 && gc_element(x->grad, 1) == 2);
   CHECK(other->grad == NULL);
   lt_tensor_release(loss);
   lt_tensor_release(outs[0]);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gradcheck.h"
 #include "lt/index.h"
 #include "lt/lt.h"
 
@@ -42,15 +43,6 @@ static lt_tensor *labels(const int64_t *shape, int ndim, const int64_t *values) 
   return t;
 }
 
-static double value_at(const lt_tensor *t, int64_t i) {
-  lt_tensor *c = NULL;
-  if (lt_contiguous(t, &c) != LT_OK) return NAN;
-  double v = lt_load_double((const char *)lt_data(c) + i * (int64_t)lt_dtype_size(c->dtype),
-                            c->dtype);
-  lt_tensor_release(c);
-  return v;
-}
-
 static size_t allocated(void) {
   lt_memory_stats s;
   lt_memory_get_stats(lt_cpu(), &s);
@@ -66,94 +58,6 @@ static size_t activation_bytes(void) {
 static void release(lt_tensor **ts, int n) {
   for (int i = 0; i < n; i++)
     if (ts[i]) lt_tensor_release(ts[i]), ts[i] = NULL;
-}
-
-/* ---- the finite-difference check ---- */
-
-/* An op under test: in[] are its float64 inputs (some requiring grad), ctx
- * holds everything else. */
-typedef lt_status (*op_fn)(lt_tensor *const *in, const void *ctx, lt_tensor **out);
-
-/* sum(op(in) * w) with w fixed: its gradient is the whole vector-Jacobian
- * product, not just column sums (which vanish for softmax). */
-static lt_status projected(op_fn f, lt_tensor *const *in, const void *ctx, lt_tensor **w,
-                           lt_tensor **loss) {
-  lt_tensor *y = NULL, *prod = NULL;
-  LT_TRY(f(in, ctx, &y));
-  if (!*w) *w = randn_like_range(y->shape, y->ndim, false);
-  lt_status st = lt_binary(LT_OP_MUL, y, *w, &prod);
-  if (st == LT_OK) st = lt_sum(prod, NULL, 0, false, loss);
-  lt_tensor_release(y);
-  if (prod) lt_tensor_release(prod);
-  return st;
-}
-
-static double projected_value(op_fn f, lt_tensor *const *in, const void *ctx, lt_tensor **w) {
-  const bool mode = lt_set_grad_enabled(false);
-  lt_tensor *loss = NULL;
-  double v = NAN;
-  if (projected(f, in, ctx, w, &loss) == LT_OK) lt_item(loss, &v);
-  if (loss) lt_tensor_release(loss);
-  lt_set_grad_enabled(mode);
-  return v;
-}
-
-/* Backward's gradient of every input that requires grad against central
- * differences; also checks the output's grad_fn name when expect_node is
- * given. Inputs are contiguous float64 leaves. */
-static bool gradcheck(const char *name, const char *expect_node, op_fn f, lt_tensor *const *in,
-                      int nin, const void *ctx) {
-  for (int k = 0; k < nin; k++)
-    if (in[k] && in[k]->grad) lt_tensor_release(in[k]->grad), in[k]->grad = NULL;
-  if (expect_node) {
-    lt_tensor *y = NULL;
-    if (f(in, ctx, &y) != LT_OK) {
-      fprintf(stderr, "%s: %s\n", name, lt_last_error());
-      return false;
-    }
-    const char *node = lt_grad_fn_name(y);
-    bool named = node && strcmp(node, expect_node) == 0;
-    if (!named) fprintf(stderr, "%s: grad_fn %s, expected %s\n", name, node ? node : "(none)",
-                        expect_node);
-    lt_tensor_release(y);
-    if (!named) return false;
-  }
-  lt_tensor *w = NULL, *loss = NULL;
-  lt_status st = projected(f, in, ctx, &w, &loss);
-  if (st == LT_OK) st = lt_backward(loss, NULL, false);
-  if (loss) lt_tensor_release(loss);
-  if (st != LT_OK) {
-    fprintf(stderr, "%s: %s\n", name, lt_last_error());
-    if (w) lt_tensor_release(w);
-    return false;
-  }
-  const double eps = 1e-6, tol = 1e-6;
-  bool ok = true;
-  for (int k = 0; k < nin && ok; k++) {
-    if (!in[k] || !in[k]->requires_grad) continue;
-    if (!in[k]->grad) {
-      fprintf(stderr, "%s: input %d received no gradient\n", name, k + 1);
-      ok = false;
-      break;
-    }
-    double *p = lt_data(in[k]);
-    for (int64_t i = 0; i < lt_numel(in[k]) && ok; i++) {
-      const double orig = p[i];
-      p[i] = orig + eps;
-      const double up = projected_value(f, in, ctx, &w);
-      p[i] = orig - eps;
-      const double down = projected_value(f, in, ctx, &w);
-      p[i] = orig;
-      const double numeric = (up - down) / (2 * eps), analytic = value_at(in[k]->grad, i);
-      if (!(fabs(numeric - analytic) <= tol * (1 + fabs(numeric)))) {
-        fprintf(stderr, "%s: d/d input %d [%lld]: backward %.12g, finite differences %.12g\n",
-                name, k + 1, (long long)i, analytic, numeric);
-        ok = false;
-      }
-    }
-  }
-  lt_tensor_release(w);
-  return ok;
 }
 
 /* ---- linear and conv2d ---- */
@@ -462,9 +366,9 @@ static void test_gathers(void) {
   CHECK(lt_sum(y, NULL, 0, false, &loss) == LT_OK);
   CHECK(lt_backward(loss, NULL, false) == LT_OK);
   for (int64_t j = 0; j < 3; j++) {
-    CHECK(value_at(in[0]->grad, 3 * 3 + j) == 0.0); /* row 4 (1-based): padding */
-    CHECK(value_at(in[0]->grad, 1 * 3 + j) == 1.0); /* row 2: once */
-    CHECK(value_at(in[0]->grad, 5 * 3 + j) == 1.0); /* row 6: once */
+    CHECK(gc_element(in[0]->grad, 3 * 3 + j) == 0.0); /* row 4 (1-based): padding */
+    CHECK(gc_element(in[0]->grad, 1 * 3 + j) == 1.0); /* row 2: once */
+    CHECK(gc_element(in[0]->grad, 5 * 3 + j) == 1.0); /* row 6: once */
   }
   release(&y, 1);
   release(&loss, 1);
@@ -545,9 +449,9 @@ static void test_graph_memory(void) {
   /* retain_graph keeps it for a second backward, with equal gradients. */
   CHECK(cnn_loss(p, x, target, &loss) == LT_OK);
   CHECK(lt_backward(loss, NULL, true) == LT_OK);
-  const double first = value_at(p[0]->grad, 0);
+  const double first = gc_element(p[0]->grad, 0);
   CHECK(lt_backward(loss, NULL, false) == LT_OK);
-  CHECK(fabs(value_at(p[0]->grad, 0) - 2 * first) <= 1e-12 * (1 + fabs(first)));
+  CHECK(fabs(gc_element(p[0]->grad, 0) - 2 * first) <= 1e-12 * (1 + fabs(first)));
   CHECK(lt_backward(loss, NULL, false) != LT_OK); /* freed by the second one */
   CHECK(strstr(lt_last_error(), "second time") != NULL);
   lt_tensor_release(loss);
