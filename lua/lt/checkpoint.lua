@@ -19,7 +19,7 @@ local recompute = require "lt.recompute"
 local is_tensor = core.is_tensor
 local pack, unpack = table.pack, table.unpack
 
-local function shape_text(shape) return "[" .. table.concat(shape, ", ") .. "]" end
+local shape_text = require("lt.shapes").text
 
 -- The autocast region fn runs in, re-entered for the recomputation (a
 -- disabled region when there is none: the backward may itself run inside one).

@@ -12,6 +12,7 @@
 -- that every assignment reaches __newindex and reads find them through
 -- __index. Other values are plain fields of the instance.
 local core = require "lt.core"
+local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
 
 local is_tensor = core.is_tensor
@@ -480,17 +481,7 @@ function Module:state_dict()
   return sd
 end
 
-local function shape_text(shape)
-  return "[" .. table.concat(shape, ", ") .. "]"
-end
-
-local function same_shape(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do
-    if a[i] ~= b[i] then return false end
-  end
-  return true
-end
+local shape_text, same_shape = shapes.text, shapes.equal
 
 -- Copies sd's tensors into the parameters and buffers in place. Every
 -- problem is gathered into one error before anything is copied: missing and

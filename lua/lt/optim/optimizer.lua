@@ -3,6 +3,7 @@
 -- adam.lua) supplies its defaults, its option checks, the names of its state
 -- buffers and the update of one parameter (a fused kernel of lt.core._optim).
 local core = require "lt.core"
+local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
 
 local set_category = core.memory.set_category
@@ -16,17 +17,7 @@ Optimizer.name = "Optimizer"
 -- The default of an option the user must give (SGD's lr, as PyTorch's `required`).
 Optimizer.required = setmetatable({}, { __tostring = function() return "<required>" end })
 
-local function shape_text(shape)
-  return "[" .. table.concat(shape, ", ") .. "]"
-end
-
-local function same_shape(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do
-    if a[i] ~= b[i] then return false end
-  end
-  return true
-end
+local shape_text, same_shape = shapes.text, shapes.equal
 
 -- A zero-filled (or, with fill false, uninitialised) buffer like p, counted
 -- as optimizer memory.
