@@ -1,16 +1,23 @@
-// The CUDA device slot: device discovery and the raw allocator that the
-// engine's caching allocator (engine/alloc) draws segments from. Kernels,
-// cuBLAS and cuDNN come with the CUDA backend issue.
-#include <cuda_runtime.h>
+// The CUDA device slot: device discovery, and starting the slot (the raw
+// allocator of cuda_memory.cu and the kernel table of cuda_backend.cu) the
+// first time a device is found.
+#include <pthread.h>
 
-extern "C" {
-#include "lt/alloc.h"
-#include "lt/cuda.h"
-}
+#include "cuda/cuda_internal.h"
 
 static int device_count_cached = -1;
 
 extern "C" bool lt_cuda_compiled(void) { return true; }
+
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+
+// Installed only when a device exists: without one, CUDA tensors keep failing
+// with "no kernels for device" / "no memory allocator" instead of calling
+// into a runtime that has nothing to run on.
+static void start_slot(void) {
+  lt_cuda_install_allocator();
+  lt_cuda_install_backend();
+}
 
 extern "C" int lt_cuda_device_count(void) {
   if (device_count_cached < 0) {
@@ -22,6 +29,7 @@ extern "C" int lt_cuda_device_count(void) {
     }
     device_count_cached = n;
   }
+  if (device_count_cached > 0) pthread_once(&start_once, start_slot);
   return device_count_cached;
 }
 

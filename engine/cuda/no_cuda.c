@@ -1,4 +1,6 @@
 /* The CUDA slot when lt is built without the toolkit: no devices. */
+#include <stddef.h>
+
 #include "lt/cuda.h"
 
 bool lt_cuda_compiled(void) { return false; }
@@ -11,3 +13,5 @@ lt_status lt_cuda_set_device(int index) {
 }
 
 lt_status lt_cuda_synchronize(void) { return LT_OK; }
+
+const char *lt_cuda_last_alloc_error(void) { return NULL; }

@@ -14,4 +14,14 @@ int lt_cuda_current_device(void);
 lt_status lt_cuda_set_device(int index);
 lt_status lt_cuda_synchronize(void);
 
+/* The CUDA slot starts (raw allocator and kernel table installed) the first
+ * time lt_cuda_device_count finds a device, which every path to a CUDA tensor
+ * goes through (device parsing, availability checks). */
+
+/* Why the last cudaMalloc/cudaFree/cudaMemGetInfo of the raw allocator failed
+ * ("cuda: cudaMalloc(2097152 bytes): out of memory"), or NULL if none did: the
+ * raw allocator can only answer NULL, and an out-of-memory error then says
+ * only how many bytes were asked for. */
+const char *lt_cuda_last_alloc_error(void);
+
 #endif

@@ -1,0 +1,25 @@
+// The CUDA backend table, registered when the CUDA slot starts (the first
+// time lt_cuda_device_count finds a device; see cuda_device.cu). The kernels
+// live in cuda_elementwise.cu, cuda_copy.cu, cuda_reduce.cu and
+// cuda_matmul.cu, with the same signatures as the CPU's.
+#include "cuda/cuda_kernels.h"
+
+lt_status cuda_not_implemented(const char *op) {
+  return lt_error(LT_ERR_DEVICE, "cuda: %s is not implemented on CUDA yet", op);
+}
+
+static const lt_backend cuda_backend = {
+    /* name */ "cuda",
+    /* binary */ cuda_binary,
+    /* unary */ cuda_unary,
+    /* clamp */ cuda_clamp,
+    /* where */ cuda_where,
+    /* copy */ cuda_copy,
+    /* fill */ cuda_fill,
+    /* read_element */ cuda_read_element,
+    /* reduce */ cuda_reduce,
+    /* reduce_index */ cuda_reduce_index,
+    /* matmul */ cuda_matmul,
+};
+
+void lt_cuda_install_backend(void) { lt_backend_register(LT_DEVICE_CUDA, &cuda_backend); }

@@ -1,0 +1,257 @@
+// Copy (device<->device with broadcasting and conversion, host<->device),
+// fill and single-element reads.
+//
+// ops/ sends every copy that touches a CUDA tensor here, whichever side is
+// the host. Host<->device goes straight through cudaMemcpy when both sides are
+// contiguous views of one dtype and one shape; anything else is staged: the
+// host side through a contiguous host temporary (the CPU backend does the
+// gathering), the device side through a contiguous device temporary (the
+// kernel below does broadcasting and conversion), so the bus only ever moves
+// dense bytes.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_convert.cuh"
+#include "cuda/cuda_kernels.h"
+
+#define GRID_STRIDE_LOOP(i, n)                                                        \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);          \
+       i += (int64_t)blockDim.x * gridDim.x)
+
+// Same dtype: move the element's bytes, so values (NaN payloads included)
+// come through bit for bit.
+template <typename T> __global__ void move_kernel(cuda_geom g) {
+  GRID_STRIDE_LOOP(i, g.numel) {
+    int64_t off[CUDA_MAX_OPS];
+    cuda_geom_offsets(g, i, off);
+    *(T *)(g.data[0] + off[0]) = *(const T *)(g.data[1] + off[1]);
+  }
+}
+
+// Conversions go through the source's compute type, so each value is rounded
+// once (int64 -> float32 directly, not via double), as on the CPU.
+template <typename C> __global__ void convert_kernel(cuda_geom g) {
+  GRID_STRIDE_LOOP(i, g.numel) {
+    int64_t off[CUDA_MAX_OPS];
+    cuda_geom_offsets(g, i, off);
+    cuda_store<C>(g.data[0] + off[0], g.dtype[0], cuda_load<C>(g.data[1] + off[1], g.dtype[1]));
+  }
+}
+
+__global__ void fill_kernel(cuda_geom g, double value) {
+  GRID_STRIDE_LOOP(i, g.numel) {
+    int64_t off[CUDA_MAX_OPS];
+    cuda_geom_offsets(g, i, off);
+    cuda_store<double>(g.data[0] + off[0], g.dtype[0], value);
+  }
+}
+
+static bool on_cuda(const lt_tensor *t) { return t->storage->device.type == LT_DEVICE_CUDA; }
+
+static bool same_shape(const lt_tensor *a, const lt_tensor *b) {
+  if (a->ndim != b->ndim) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) return false;
+  return true;
+}
+
+// dst and src both on one CUDA device.
+static lt_status device_copy(lt_tensor *dst, const lt_tensor *src) {
+  const int64_t n = lt_numel(dst);
+  if (n == 0) return LT_OK;
+  cuda_device_guard guard(dst->storage->device);
+  if (dst->dtype == src->dtype && same_shape(dst, src) && lt_is_contiguous(dst) &&
+      lt_is_contiguous(src)) {
+    if (cuda_bytes(dst) == cuda_bytes(src)) return LT_OK; // copy_ onto itself
+    CUDA_TRY("copy_", cudaMemcpyAsync(cuda_bytes(dst), cuda_bytes(src), lt_nbytes(dst),
+                                      cudaMemcpyDeviceToDevice));
+    return LT_OK;
+  }
+  const lt_tensor *ops[2] = {dst, src};
+  cuda_geom g;
+  cuda_geom_init(&g, ops, 2);
+  const unsigned blocks = cuda_blocks_for(g.numel);
+  if (dst->dtype == src->dtype) {
+    switch (lt_dtype_size(dst->dtype)) {
+      case 1: move_kernel<uint8_t><<<blocks, CUDA_THREADS>>>(g); break;
+      case 2: move_kernel<uint16_t><<<blocks, CUDA_THREADS>>>(g); break;
+      case 4: move_kernel<uint32_t><<<blocks, CUDA_THREADS>>>(g); break;
+      default: move_kernel<uint64_t><<<blocks, CUDA_THREADS>>>(g); break;
+    }
+    return cuda_check_launch("copy_", "move_kernel");
+  }
+  switch (src->dtype) {
+    case LT_FLOAT64: convert_kernel<double><<<blocks, CUDA_THREADS>>>(g); break;
+    case LT_FLOAT32:
+    case LT_FLOAT16:
+    case LT_BFLOAT16: convert_kernel<float><<<blocks, CUDA_THREADS>>>(g); break;
+    default: convert_kernel<int64_t><<<blocks, CUDA_THREADS>>>(g); break;
+  }
+  return cuda_check_launch("copy_", "convert_kernel");
+}
+
+// ---- staging between host and device ----
+
+// A view like t over other memory: same shape, strides and dtype, first
+// element at data + offset elements, on dev. Kernels and the geometry read
+// only these fields.
+struct staged_view {
+  lt_storage storage;
+  lt_tensor tensor;
+};
+
+static void stage_view(staged_view *v, const lt_tensor *like, char *data, int64_t offset,
+                       lt_device dev, bool contiguous) {
+  memset(v, 0, sizeof *v);
+  v->storage.refcount = 1;
+  v->storage.data = data;
+  v->storage.device = dev;
+  v->tensor = *like;
+  v->tensor.refcount = 1;
+  v->tensor.storage = &v->storage;
+  v->tensor.offset = offset;
+  v->tensor.grad = NULL;
+  v->tensor.autograd = NULL;
+  if (contiguous) {
+    int64_t st = 1;
+    for (int d = like->ndim - 1; d >= 0; d--) {
+      v->tensor.stride[d] = st;
+      st *= like->shape[d];
+    }
+  }
+}
+
+// The bytes a view touches, relative to its first element: [lo, hi).
+static void view_span(const lt_tensor *t, int64_t *lo, int64_t *hi) {
+  const int64_t es = (int64_t)lt_dtype_size(t->dtype);
+  *lo = 0;
+  *hi = es;
+  for (int d = 0; d < t->ndim; d++) {
+    const int64_t reach = (t->shape[d] - 1) * t->stride[d] * es;
+    if (reach < 0) *lo += reach;
+    else *hi += reach;
+  }
+}
+
+// Scatters n dense elements of es bytes into the strided host view t.
+static void host_scatter(const lt_tensor *t, const char *src) {
+  const int64_t n = lt_numel(t), es = (int64_t)lt_dtype_size(t->dtype);
+  char *base = cuda_bytes(t);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t rest = i, off = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      off += (rest % t->shape[d]) * t->stride[d];
+      rest /= t->shape[d];
+    }
+    memcpy(base + off * es, src + i * es, (size_t)es);
+  }
+}
+
+// Host src -> CUDA dst.
+static lt_status upload(lt_tensor *dst, const lt_tensor *src) {
+  cuda_device_guard guard(dst->storage->device);
+  if (lt_numel(dst) == 0) return LT_OK;
+  const bool direct = dst->dtype == src->dtype && same_shape(dst, src) &&
+                      lt_is_contiguous(dst) && lt_is_contiguous(src);
+  if (direct) {
+    // Synchronous: the host buffer may be reused as soon as this returns.
+    CUDA_TRY("copy_", cudaMemcpy(cuda_bytes(dst), cuda_bytes(src), lt_nbytes(dst),
+                                 cudaMemcpyHostToDevice));
+    return LT_OK;
+  }
+  // Move the span of host bytes src covers, unchanged, into a device buffer
+  // and let the device kernel gather, broadcast and convert from it: no host
+  // loop, and a broadcast source crosses the bus once. (A narrow view of a
+  // large host tensor moves its whole span; fine for a first version.)
+  int64_t lo, hi;
+  view_span(src, &lo, &hi);
+  void *buf;
+  lt_block *block;
+  LT_TRY(lt_alloc(dst->storage->device, (size_t)(hi - lo), LT_CAT_OTHER, &buf, &block));
+  lt_status st = LT_OK;
+  cudaError_t e = cudaMemcpy(buf, cuda_bytes(src) + lo, (size_t)(hi - lo), cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) st = cuda_fail("copy_", "cudaMemcpy(HostToDevice)", e);
+  if (st == LT_OK) {
+    staged_view v;
+    stage_view(&v, src, (char *)buf, -lo / (int64_t)lt_dtype_size(src->dtype), dst->storage->device, false);
+    st = device_copy(dst, &v.tensor);
+  }
+  // The caching allocator may hand the buffer out again at once; the default
+  // stream orders the next kernel after this copy, so no wait is needed.
+  lt_free(block);
+  return st;
+}
+
+// CUDA src -> host dst.
+static lt_status download(lt_tensor *dst, const lt_tensor *src) {
+  cuda_device_guard guard(src->storage->device);
+  if (lt_numel(dst) == 0) return LT_OK;
+  const bool direct = dst->dtype == src->dtype && same_shape(dst, src) &&
+                      lt_is_contiguous(dst) && lt_is_contiguous(src);
+  if (direct) {
+    // Synchronous: waits for the kernels that produce src, as item() must.
+    CUDA_TRY("copy_", cudaMemcpy(cuda_bytes(dst), cuda_bytes(src), lt_nbytes(dst),
+                                 cudaMemcpyDeviceToHost));
+    return LT_OK;
+  }
+  // Broadcast and convert on the device into a dense buffer of dst's shape
+  // and dtype, then move those bytes; a strided dst is scattered on the host.
+  const size_t nbytes = lt_nbytes(dst);
+  void *buf;
+  lt_block *block;
+  LT_TRY(lt_alloc(src->storage->device, nbytes, LT_CAT_OTHER, &buf, &block));
+  staged_view v;
+  stage_view(&v, dst, (char *)buf, 0, src->storage->device, true);
+  lt_status st = device_copy(&v.tensor, src);
+  const bool dense = lt_is_contiguous(dst);
+  char *host = NULL;
+  if (st == LT_OK && !dense) {
+    host = (char *)malloc(nbytes);
+    if (!host) st = lt_error(LT_ERR_OOM, "cuda: copy_: no host memory for a %zu-byte staging buffer", nbytes);
+  }
+  if (st == LT_OK) {
+    cudaError_t e = cudaMemcpy(dense ? cuda_bytes(dst) : host, buf, nbytes, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) st = cuda_fail("copy_", "cudaMemcpy(DeviceToHost)", e);
+  }
+  if (st == LT_OK && !dense) host_scatter(dst, host);
+  free(host);
+  lt_free(block);
+  return st;
+}
+
+lt_status cuda_copy(lt_tensor *dst, const lt_tensor *src) {
+  const bool d = on_cuda(dst), s = on_cuda(src);
+  if (d && s) {
+    if (dst->storage->device.index != src->storage->device.index)
+      return cuda_not_implemented("copy_ between two CUDA devices");
+    return device_copy(dst, src);
+  }
+  if (d) return upload(dst, src);
+  if (s) return download(dst, src);
+  return cuda_not_implemented("copy_ between two host tensors"); // ops/ never sends one
+}
+
+lt_status cuda_fill(lt_tensor *dst, double value) {
+  const int64_t n = lt_numel(dst);
+  if (n == 0) return LT_OK;
+  cuda_device_guard guard(dst->storage->device);
+  if (value == 0.0 && !signbit(value) && lt_is_contiguous(dst)) {
+    // Zero is all-zero bytes in every dtype: the common zero_() is a memset.
+    CUDA_TRY("fill_", cudaMemsetAsync(cuda_bytes(dst), 0, lt_nbytes(dst)));
+    return LT_OK;
+  }
+  const lt_tensor *ops[1] = {dst};
+  cuda_geom g;
+  cuda_geom_init(&g, ops, 1);
+  // Converted on the device with the same rules as lt_store_double (16-bit
+  // floats through float), so a fill gives the same bits on both devices.
+  fill_kernel<<<cuda_blocks_for(g.numel), CUDA_THREADS>>>(g, value);
+  return cuda_check_launch("fill_", "fill_kernel");
+}
+
+lt_status cuda_read_element(const lt_tensor *t, void *host_dst) {
+  cuda_device_guard guard(t->storage->device);
+  CUDA_TRY("item", cudaMemcpy(host_dst, cuda_bytes(t), lt_dtype_size(t->dtype), cudaMemcpyDeviceToHost));
+  return LT_OK;
+}

@@ -1,0 +1,109 @@
+/* Private helpers shared by the .cu files of engine/cuda: error text, the
+ * slot's start-up, the current-device guard and the strided geometry that
+ * every elementwise kernel walks. Compiled by nvcc only (C++). */
+#ifndef LT_CUDA_INTERNAL_H
+#define LT_CUDA_INTERNAL_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "core/backend.h"
+#include "lt/alloc.h"
+#include "lt/cuda.h"
+}
+
+/* lt_data as bytes: C++ does no pointer arithmetic on void *. */
+static inline char *cuda_bytes(const lt_tensor *t) { return (char *)lt_data(t); }
+
+/* Every CUDA failure names the call and carries cudaGetErrorString, so that a
+ * user report says which call failed and why. Clears the error state
+ * (cudaGetLastError) so that the next call does not report it again. */
+static inline lt_status cuda_fail(const char *op, const char *call, cudaError_t e) {
+  (void)cudaGetLastError();
+  return lt_error(LT_ERR_DEVICE, "cuda: %s: %s: %s", op, call, cudaGetErrorString(e));
+}
+
+#define CUDA_TRY(op, call)                                       \
+  do {                                                           \
+    cudaError_t cuda_try_e_ = (call);                            \
+    if (cuda_try_e_ != cudaSuccess) return cuda_fail(op, #call, cuda_try_e_); \
+  } while (0)
+
+/* A kernel launch reports configuration errors only through cudaGetLastError;
+ * execution errors surface at the next synchronising call (item, copy to the
+ * host), which is where PyTorch reports them too. */
+static inline lt_status cuda_check_launch(const char *op, const char *kernel) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return lt_error(LT_ERR_DEVICE, "cuda: %s: launching %s: %s", op, kernel, cudaGetErrorString(e));
+  return LT_OK;
+}
+
+/* Installs the raw allocator (cuda_memory.cu) and the kernel table
+ * (cuda_backend.cu); run once, the first time a device is found. */
+void lt_cuda_install_allocator(void);
+void lt_cuda_install_backend(void);
+
+/* Makes dev the current device for the guard's lifetime: kernels and cuBLAS
+ * run on the current device, and a tensor on cuda:1 must not be touched from
+ * cuda:0's context. Restores the caller's device afterwards. */
+struct cuda_device_guard {
+  int previous;
+  bool changed;
+  explicit cuda_device_guard(lt_device dev) : previous(0), changed(false) {
+    if (dev.type != LT_DEVICE_CUDA) return;
+    if (cudaGetDevice(&previous) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    if (previous != dev.index && cudaSetDevice(dev.index) == cudaSuccess) changed = true;
+  }
+  ~cuda_device_guard() {
+    if (changed) (void)cudaSetDevice(previous);
+  }
+  cuda_device_guard(const cuda_device_guard &) = delete;
+  cuda_device_guard &operator=(const cuda_device_guard &) = delete;
+};
+
+/* ---- strided geometry (the device-side twin of cpu_iter) ----
+ * Up to four operands sharing operand 0's shape; the others broadcast with
+ * stride 0. Size-1 dims are dropped and dims every operand walks contiguously
+ * are merged, so a contiguous tensor is one dim and its index arithmetic is a
+ * single multiply. Passed to kernels by value (well under the 4 KiB limit). */
+#define CUDA_MAX_OPS 4
+
+struct cuda_geom {
+  int ndim; /* at least 1 */
+  int nops;
+  int64_t numel;
+  int64_t shape[LT_MAX_DIMS];                   /* outermost first */
+  int64_t stride[CUDA_MAX_OPS][LT_MAX_DIMS];    /* in bytes */
+  char *data[CUDA_MAX_OPS];
+  int dtype[CUDA_MAX_OPS];
+};
+
+/* ops[0] is the output; ops[k] may be NULL (a scalar: data NULL, stride 0). */
+void cuda_geom_init(cuda_geom *g, const lt_tensor *const *ops, int nops);
+
+/* Byte offsets of element i (row-major over g.shape) for every operand. */
+__device__ inline void cuda_geom_offsets(const cuda_geom &g, int64_t i, int64_t *off) {
+  for (int k = 0; k < g.nops; k++) off[k] = 0;
+  for (int d = g.ndim - 1; d >= 0; d--) {
+    const int64_t n = g.shape[d];
+    const int64_t idx = d == 0 ? i : i % n;
+    i = d == 0 ? 0 : i / n;
+    for (int k = 0; k < g.nops; k++) off[k] += idx * g.stride[k][d];
+  }
+}
+
+/* Blocks for a grid-stride loop over n elements. */
+#define CUDA_THREADS 256
+static inline unsigned cuda_blocks_for(int64_t n) {
+  int64_t b = (n + CUDA_THREADS - 1) / CUDA_THREADS;
+  if (b < 1) b = 1;
+  if (b > 65535 * 8) b = 65535 * 8; /* the loop covers the rest */
+  return (unsigned)b;
+}
+
+#endif
