@@ -171,3 +171,15 @@ bool nn_same_shape(const int64_t *a, int na, const int64_t *b, int nb) {
     if (a[d] != b[d]) return false;
   return true;
 }
+
+lt_status nn_deliver_norm_grads(lt_dtype x_dtype, const lt_tensor *weight, lt_tensor *gx,
+                                lt_tensor *gw, lt_tensor *gb, lt_tensor **grad_input,
+                                lt_tensor **grad_weight, lt_tensor **grad_bias) {
+  lt_tensor *results[3] = {gx, gw, gb};
+  lt_tensor **outs[3] = {grad_input, grad_weight, grad_bias};
+  lt_status st = nn_deliver_all(x_dtype, 1, results, outs);
+  const lt_dtype pdt = weight ? weight->dtype : x_dtype;
+  if (st == LT_OK) st = nn_deliver_all(pdt, 2, results + 1, outs + 1);
+  if (st != LT_OK && grad_input && *grad_input) lt_tensor_release(*grad_input), *grad_input = NULL;
+  return st;
+}

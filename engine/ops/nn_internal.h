@@ -58,6 +58,12 @@ bool nn_same_shape(const int64_t *a, int na, const int64_t *b, int nb);
 /* For each non-NULL results[i]: *outs[i] = results[i] delivered as dt. On
  * failure none is left delivered (each *outs[i] is NULL). */
 lt_status nn_deliver_all(lt_dtype dt, int n, lt_tensor *const *results, lt_tensor **const *outs);
+/* A normalisation's gradients: the input's in x_dtype, the weight's and
+ * bias's in the weight's dtype (x_dtype without one). On failure nothing is
+ * handed out. */
+lt_status nn_deliver_norm_grads(lt_dtype x_dtype, const lt_tensor *weight, lt_tensor *gx,
+                                lt_tensor *gw, lt_tensor *gb, lt_tensor **grad_input,
+                                lt_tensor **grad_weight, lt_tensor **grad_bias);
 
 /* What an op entry point does after its forward (run with grad mode off)
  * and its record call: on failure drops the result (and *extra, when given)

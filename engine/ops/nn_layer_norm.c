@@ -174,12 +174,7 @@ lt_status lt_layer_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,
     if (st == LT_OK && gb) st = lt_zero_(gb);
   }
   if (st == LT_OK) {
-    lt_tensor *results[3] = {gx, gw, gb};
-    lt_tensor **outs[3] = {grad_input, grad_weight, grad_bias};
-    st = nn_deliver_all(x->dtype, 1, results, outs);
-    const lt_dtype pdt = weight ? weight->dtype : x->dtype;
-    if (st == LT_OK) st = nn_deliver_all(pdt, 2, results + 1, outs + 1);
-    if (st != LT_OK && grad_input && *grad_input) lt_tensor_release(*grad_input), *grad_input = NULL;
+    st = nn_deliver_norm_grads(x->dtype, weight, gx, gw, gb, grad_input, grad_weight, grad_bias);
   }
   nn_scope_end(&s);
   return st;
