@@ -194,6 +194,7 @@ void ltb_read_options(lua_State *L, int idx, const char *op, unsigned allowed, l
     else if (key && strcmp(key, "device") == 0) which = LTB_OPT_DEVICE;
     else if (key && strcmp(key, "requires_grad") == 0) which = LTB_OPT_REQUIRES_GRAD;
     else if (key && strcmp(key, "copy") == 0) which = LTB_OPT_COPY;
+    else if (key && strcmp(key, "non_blocking") == 0) which = LTB_OPT_NON_BLOCKING;
     if (!(which & allowed)) {
       if (key) luaL_error(L, "%s: unknown option '%s'", op, key);
       luaL_error(L, "%s: unexpected %s key in the options table", op, luaL_typename(L, -2));
@@ -208,6 +209,7 @@ void ltb_read_options(lua_State *L, int idx, const char *op, unsigned allowed, l
         o->has_device = true;
         break;
       case LTB_OPT_REQUIRES_GRAD: o->requires_grad = read_flag(L, -1, op, key); break;
+      case LTB_OPT_NON_BLOCKING: o->non_blocking = read_flag(L, -1, op, key); break;
       default: o->copy = read_flag(L, -1, op, key); break;
     }
     lua_pop(L, 1);

@@ -38,13 +38,20 @@ int ltb_check_sizes(lua_State *L, int first, const char *op, bool allow_infer, i
 int ltb_check_dims(lua_State *L, int first, int ndim, const char *op, int *dims, int *count);
 
 /* Options tables: {dtype=, device=, requires_grad=, copy=}. */
-enum { LTB_OPT_DTYPE = 1, LTB_OPT_DEVICE = 2, LTB_OPT_REQUIRES_GRAD = 4, LTB_OPT_COPY = 8 };
+enum {
+  LTB_OPT_DTYPE = 1,
+  LTB_OPT_DEVICE = 2,
+  LTB_OPT_REQUIRES_GRAD = 4,
+  LTB_OPT_COPY = 8,
+  LTB_OPT_NON_BLOCKING = 16
+};
 typedef struct ltb_options {
   bool has_dtype, has_device;
   lt_dtype dtype;
   lt_device device;
   bool requires_grad;
   bool copy;
+  bool non_blocking;
 } ltb_options;
 /* Reads the options table at idx (none or nil: defaults); rejects unknown keys
  * and keys outside `allowed`. */

@@ -97,7 +97,62 @@ static int cuda_empty_cache(lua_State *L) {
   return 1;
 }
 
+/* allow_tf32{matmul = bool, cudnn = bool}: sets the switches given (either
+ * may be left out; they work in every build) and returns a table of both. */
+static int cuda_allow_tf32(lua_State *L) {
+  const char *op = "cuda.allow_tf32";
+  if (!lua_isnoneornil(L, 1)) {
+    luaL_argexpected(L, lua_istable(L, 1), 1, "an options table {matmul=, cudnn=}");
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+      const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+      if (!key || (strcmp(key, "matmul") != 0 && strcmp(key, "cudnn") != 0))
+        return luaL_error(L, "%s: unknown option '%s' (expected matmul or cudnn)", op,
+                          key ? key : luaL_typename(L, -2));
+      if (!lua_isboolean(L, -1))
+        return luaL_error(L, "%s: %s must be a boolean, got %s", op, key, luaL_typename(L, -1));
+      if (key[0] == 'm')
+        lt_cuda_set_matmul_tf32(lua_toboolean(L, -1));
+      else
+        lt_cuda_set_cudnn_tf32(lua_toboolean(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_createtable(L, 0, 2);
+  lua_pushboolean(L, lt_cuda_matmul_tf32());
+  lua_setfield(L, -2, "matmul");
+  lua_pushboolean(L, lt_cuda_cudnn_tf32());
+  lua_setfield(L, -2, "cudnn");
+  return 1;
+}
+
+/* mem_get_info([device]) -> free, total: the driver's figures
+ * (cudaMemGetInfo), as torch.cuda.mem_get_info. */
+static int cuda_mem_get_info(lua_State *L) {
+  const char *op = "cuda.mem_get_info";
+  lt_device dev = {LT_DEVICE_CUDA, 0};
+  if (lua_isnoneornil(L, 1)) {
+    require_cuda(L, op);
+    dev.index = (signed char)lt_cuda_current_device();
+  } else {
+    dev = ltb_check_device(L, 1, op);
+    if (dev.type != LT_DEVICE_CUDA)
+      return luaL_error(L, "%s: expected a CUDA device, got '%s'", op, lua_tostring(L, 1));
+    ltb_require_device(L, dev, op);
+  }
+  size_t dev_free = 0, dev_total = 0;
+  if (!lt_device_memory_info(dev, &dev_free, &dev_total)) {
+    const char *why = lt_cuda_last_alloc_error();
+    return luaL_error(L, "%s: %s", op, why ? why : "cudaMemGetInfo failed");
+  }
+  lua_pushinteger(L, (lua_Integer)dev_free);
+  lua_pushinteger(L, (lua_Integer)dev_total);
+  return 2;
+}
+
 static const luaL_Reg cuda_functions[] = {
+    {"allow_tf32", cuda_allow_tf32},
+    {"mem_get_info", cuda_mem_get_info},
     {"is_available", cuda_is_available},
     {"device_count", cuda_device_count},
     {"synchronize", cuda_synchronize},

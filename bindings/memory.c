@@ -275,7 +275,9 @@ static void set_pools(lua_State *L, const char *key, const lt_stat pools[LT_NPOO
 }
 
 static int memory_stats(lua_State *L) {
-  lt_memory_stats s = get_stats(L, 1, "stats");
+  const lt_device dev = ltb_opt_device(L, 1, "stats");
+  lt_memory_stats s;
+  lt_memory_get_stats(dev, &s);
   lua_createtable(L, 0, 20);
   set_pools(L, "allocation", s.allocation);
   set_pools(L, "segment", s.segment);
@@ -298,6 +300,13 @@ static int memory_stats(lua_State *L) {
   set_int(L, "num_device_allocs", s.num_device_allocs);
   set_int(L, "num_device_frees", s.num_device_frees);
   set_int(L, "limit", (int64_t)s.limit);
+  /* The driver's view (cudaMemGetInfo; the CPU's available and physical
+   * memory), so that lt's figures line up with nvidia-smi's. */
+  size_t dev_free = 0, dev_total = 0;
+  if (lt_device_memory_info(dev, &dev_free, &dev_total)) {
+    set_int(L, "device_free_bytes", (int64_t)dev_free);
+    set_int(L, "device_total_bytes", (int64_t)dev_total);
+  }
   return 1;
 }
 
@@ -306,11 +315,11 @@ static int memory_empty_cache(lua_State *L) {
   return 1;
 }
 
-/* Physical memory of the device, for fractional limits; 0 when unknown. */
+/* Total memory of the device, for fractional limits; 0 when unknown. */
 static size_t device_total_bytes(lt_device dev) {
-  if (dev.type != LT_DEVICE_CPU) return 0;
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+  size_t dev_free = 0, dev_total = 0;
+  lt_device_memory_info(dev, &dev_free, &dev_total);
+  return dev_total;
 }
 
 /* set_limit(bytes | fraction | nil, dev). An integer, or a float above 1, is

@@ -1,6 +1,8 @@
 /* The optimizer kernels seen from Lua (lt.core._optim): one fused step per
- * parameter; lua/lt/optim keeps the state and the parameter groups. Arguments
- * are positional so that a step does no string work in the binding. */
+ * parameter, or per list of parameters (the multi-tensor forms the
+ * optimizers use: one engine call per group and device); lua/lt/optim keeps
+ * the state and the parameter groups. Arguments are positional so that a
+ * step does no string work in the binding. */
 #include "args.h"
 #include "bindings.h"
 #include "lt/optim.h"
@@ -73,9 +75,159 @@ static int optim_adam_step(lua_State *L) {
   return 0;
 }
 
+/* ---- multi-tensor steps: Lua arrays of tensors ----
+ * The C arrays live in a userdata on the stack, so that a Lua error raised
+ * while reading the lists frees them with everything else. */
+
+/* The length of the list at idx (a table), named `what` in errors. */
+static int64_t list_len(lua_State *L, int idx, const char *op, const char *what) {
+  if (!lua_istable(L, idx))
+    luaL_error(L, "%s: %s must be a list of tensors, got %s", op, what, luaL_typename(L, idx));
+  return (int64_t)luaL_len(L, idx);
+}
+
+/* n tensors of the list at idx into out; n must be its length. */
+static void read_tensors(lua_State *L, int idx, int64_t n, const char *op, const char *what,
+                         lt_tensor **out) {
+  if (list_len(L, idx, op, what) != n)
+    luaL_error(L, "%s: %s has %I entries but there are %I parameters", op, what,
+               (lua_Integer)luaL_len(L, idx), (lua_Integer)n);
+  for (int64_t i = 0; i < n; i++) {
+    lua_geti(L, idx, (lua_Integer)(i + 1));
+    out[i] = ltb_test_tensor(L, -1);
+    if (!out[i]) luaL_error(L, "%s: %s[%I] is not a tensor (got %s)", op, what,
+                            (lua_Integer)(i + 1), luaL_typename(L, -1));
+    lua_pop(L, 1); /* the list keeps the handle, and so the tensor, alive */
+  }
+}
+
+/* Gradients: a list of tensors, or `true` for each parameter's own .grad
+ * read here in C (no Lua handle; see grad_arg). */
+static void read_grads(lua_State *L, int idx, int64_t n, lt_tensor *const *params,
+                       const char *op, lt_tensor **out) {
+  if (!lua_isboolean(L, idx)) {
+    read_tensors(L, idx, n, op, "grads", out);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (!params[i]->grad) luaL_error(L, "%s: parameter %I has no gradient", op, (lua_Integer)(i + 1));
+    out[i] = params[i]->grad;
+  }
+}
+
+/* Scratch for k arrays of n pointers, freed by the collector. */
+static lt_tensor **scratch(lua_State *L, int64_t n, int k) {
+  return lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * (size_t)k * sizeof(lt_tensor *), 0);
+}
+
+/* sgd_many(name, params, grads|true, bufs|nil, init_buffers|nil, lr, momentum,
+ *          dampening, weight_decay, nesterov, maximize): one SGD step of every
+ * parameter in the list (one device); init_buffers a list of booleans. */
+static int optim_sgd_many(lua_State *L) {
+  lua_settop(L, 11); /* the scratch userdata goes above the arguments */
+  const char *name = luaL_checkstring(L, 1);
+  const int64_t n = list_len(L, 2, name, "params");
+  lt_tensor **params = scratch(L, n, 3), **grads = params + n, **bufs = params + 2 * n;
+  bool *init = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof(bool), 0);
+  read_tensors(L, 2, n, name, "params", params);
+  read_grads(L, 3, n, params, name, grads);
+  const bool has_bufs = !lua_isnoneornil(L, 4);
+  if (has_bufs) read_tensors(L, 4, n, name, "momentum_buffers", bufs);
+  const bool has_init = !lua_isnoneornil(L, 5);
+  if (has_init) list_len(L, 5, name, "init_buffers");
+  for (int64_t i = 0; i < n; i++) {
+    if (has_init) {
+      lua_geti(L, 5, (lua_Integer)(i + 1));
+      init[i] = lua_toboolean(L, -1);
+      lua_pop(L, 1);
+    } else {
+      init[i] = false;
+    }
+  }
+  lt_sgd_options o;
+  o.lr = ltb_check_number(L, 6, name, "lr");
+  o.momentum = ltb_check_number(L, 7, name, "momentum");
+  o.dampening = ltb_check_number(L, 8, name, "dampening");
+  o.weight_decay = ltb_check_number(L, 9, name, "weight_decay");
+  o.nesterov = lua_toboolean(L, 10);
+  o.maximize = lua_toboolean(L, 11);
+  lt_status st = lt_sgd_step_many_(name, n, params, grads, has_bufs ? bufs : NULL, init, &o);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
+/* adam_many(name, params, grads|true, exp_avgs, exp_avg_sqs, max_exp_avg_sqs|nil,
+ *           steps, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled,
+ *           maximize): steps is the list of step counts after this step. */
+static int optim_adam_many(lua_State *L) {
+  lua_settop(L, 15); /* the scratch userdata goes above the arguments */
+  const char *name = luaL_checkstring(L, 1);
+  const int64_t n = list_len(L, 2, name, "params");
+  lt_tensor **params = scratch(L, n, 5), **grads = params + n, **m = params + 2 * n;
+  lt_tensor **v = params + 3 * n, **vmax = params + 4 * n;
+  int64_t *steps = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof(int64_t), 0);
+  read_tensors(L, 2, n, name, "params", params);
+  read_grads(L, 3, n, params, name, grads);
+  read_tensors(L, 4, n, name, "exp_avgs", m);
+  read_tensors(L, 5, n, name, "exp_avg_sqs", v);
+  const bool has_vmax = !lua_isnoneornil(L, 6);
+  if (has_vmax) read_tensors(L, 6, n, name, "max_exp_avg_sqs", vmax);
+  if (list_len(L, 7, name, "steps") != n)
+    luaL_error(L, "%s: steps has %I entries but there are %I parameters", name,
+               (lua_Integer)luaL_len(L, 7), (lua_Integer)n);
+  for (int64_t i = 0; i < n; i++) {
+    lua_geti(L, 7, (lua_Integer)(i + 1));
+    int ok = 0;
+    steps[i] = (int64_t)lua_tointegerx(L, -1, &ok);
+    if (!ok) luaL_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
+                        luaL_typename(L, -1));
+    lua_pop(L, 1);
+  }
+  lt_adam_options o;
+  o.lr = ltb_check_number(L, 8, name, "lr");
+  o.beta1 = ltb_check_number(L, 9, name, "beta1");
+  o.beta2 = ltb_check_number(L, 10, name, "beta2");
+  o.eps = ltb_check_number(L, 11, name, "eps");
+  o.weight_decay = ltb_check_number(L, 12, name, "weight_decay");
+  o.amsgrad = lua_toboolean(L, 13);
+  o.decoupled_weight_decay = lua_toboolean(L, 14);
+  o.maximize = lua_toboolean(L, 15);
+  lt_status st = lt_adam_step_many_(name, n, params, grads, m, v, has_vmax ? vmax : NULL, steps, &o);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
+/* unscale_many(tensors, found_inf, inv_scale[, of_params]): GradScaler's
+ * unscale of every gradient in the list, setting found_inf (a float32
+ * tensor of one element) to 1 on an inf or NaN; nothing waits for the
+ * device. With of_params true the list holds parameters and their .grad is
+ * unscaled (no Lua handle is made for it). */
+static int optim_unscale_many(lua_State *L) {
+  const char *op = "unscale_many";
+  lua_settop(L, 4); /* the scratch userdata goes above the arguments */
+  const int64_t n = list_len(L, 1, op, "grads");
+  lt_tensor **grads = scratch(L, n, 1);
+  read_tensors(L, 1, n, op, "grads", grads);
+  if (lua_toboolean(L, 4)) {
+    for (int64_t i = 0; i < n; i++) {
+      if (!grads[i]->grad)
+        luaL_error(L, "%s: parameter %I has no gradient", op, (lua_Integer)(i + 1));
+      grads[i] = grads[i]->grad;
+    }
+  }
+  lt_tensor *found_inf = ltb_check_tensor(L, 2, op);
+  const double inv_scale = ltb_check_number(L, 3, op, "inv_scale");
+  lt_status st = lt_amp_unscale_many_(n, grads, found_inf, (float)inv_scale);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
 static const luaL_Reg optim_functions[] = {
     {"sgd_step", optim_sgd_step},
     {"adam_step", optim_adam_step},
+    {"sgd_many", optim_sgd_many},
+    {"adam_many", optim_adam_many},
+    {"unscale_many", optim_unscale_many},
     {"has_grad", optim_has_grad},
     {NULL, NULL},
 };

@@ -218,15 +218,22 @@ static int tensor_contiguous(lua_State *L) {
   return ltb_finish_or_self(L, h, st, out, 1);
 }
 
+/* How a conversion runs: copy even when nothing changes; non_blocking lets a
+ * pinned host <-> GPU copy return before it is done. */
+typedef struct convert_flags {
+  bool copy, non_blocking;
+} convert_flags;
+
 /* The conversion of t at idx 1 to dev then dt; returns t itself when nothing
  * changes and no copy is asked for. */
-static int convert(lua_State *L, lt_tensor *t, bool to_device, lt_device dev, bool to_dtype,
-                   lt_dtype dt, bool copy) {
+static int convert_ex(lua_State *L, lt_tensor *t, bool to_device, lt_device dev, bool to_dtype,
+                      lt_dtype dt, convert_flags f) {
   ltb_handle *h = ltb_new_handle(L);
   lt_tensor *moved = t, *out = NULL;
   lt_status st = LT_OK;
+  bool copy = f.copy;
   if (to_device && !lt_device_eq(dev, t->storage->device)) {
-    st = lt_to_device(t, dev, &moved);
+    st = lt_to_device_ex(t, dev, f.non_blocking, &moved);
     if (st != LT_OK) return ltb_raise(L, st);
     copy = false; /* already a new tensor */
   } else {
@@ -238,7 +245,22 @@ static int convert(lua_State *L, lt_tensor *t, bool to_device, lt_device dev, bo
   return ltb_finish_or_self(L, h, st, out, 1);
 }
 
-/* t:to("float16") / t:to("cuda") / t:to(other) / t:to({dtype=, device=, copy=}) */
+static int convert(lua_State *L, lt_tensor *t, bool to_device, lt_device dev, bool to_dtype,
+                   lt_dtype dt, bool copy) {
+  convert_flags f = {copy, false};
+  return convert_ex(L, t, to_device, dev, to_dtype, dt, f);
+}
+
+/* The flags of an optional {copy=, non_blocking=} table at idx. */
+static convert_flags read_convert_flags(lua_State *L, int idx, const char *op) {
+  ltb_options o;
+  ltb_read_options(L, idx, op, LTB_OPT_COPY | LTB_OPT_NON_BLOCKING, &o);
+  convert_flags f = {o.copy, o.non_blocking};
+  return f;
+}
+
+/* t:to("float16") / t:to("cuda" [, {non_blocking=, copy=}]) / t:to(other) /
+ * t:to({dtype=, device=, copy=, non_blocking=}) */
 static int tensor_to(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "to");
   lt_tensor *other = ltb_test_tensor(L, 2);
@@ -250,7 +272,7 @@ static int tensor_to(lua_State *L) {
     if (lt_dtype_parse(name, &dt)) return convert(L, t, false, dev, true, dt, false);
     if (lt_device_parse(name, &dev)) {
       ltb_require_device(L, dev, "to");
-      return convert(L, t, true, dev, false, dt, false);
+      return convert_ex(L, t, true, dev, false, dt, read_convert_flags(L, 3, "to"));
     }
     return luaL_error(L, "to: unknown dtype or device '%s'", name);
   }
@@ -258,8 +280,10 @@ static int tensor_to(lua_State *L) {
     return luaL_error(L, "to: expected a dtype, a device, a tensor or an options table, got %s",
                       luaL_typename(L, 2));
   ltb_options o;
-  ltb_read_options(L, 2, "to", LTB_OPT_DTYPE | LTB_OPT_DEVICE | LTB_OPT_COPY, &o);
-  return convert(L, t, o.has_device, o.device, o.has_dtype, o.dtype, o.copy);
+  ltb_read_options(L, 2, "to", LTB_OPT_DTYPE | LTB_OPT_DEVICE | LTB_OPT_COPY | LTB_OPT_NON_BLOCKING,
+                   &o);
+  convert_flags f = {o.copy, o.non_blocking};
+  return convert_ex(L, t, o.has_device, o.device, o.has_dtype, o.dtype, f);
 }
 
 /* t:float(), t:half(), ...: the dtype is the closure's upvalue. */
@@ -270,9 +294,14 @@ static int tensor_to_dtype(lua_State *L) {
   return convert(L, t, false, unused, true, dt, false);
 }
 
+/* t:cuda([device] [, {non_blocking=}]) */
 static int tensor_cuda(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "cuda");
   lt_device dev;
+  if (lua_istable(L, 2)) { /* t:cuda{non_blocking = true}: the options move to 3 */
+    lua_pushnil(L);
+    lua_insert(L, 2);
+  }
   if (lua_isnoneornil(L, 2)) {
     dev.type = LT_DEVICE_CUDA;
     dev.index = 0;
@@ -287,7 +316,20 @@ static int tensor_cuda(lua_State *L) {
     dev = ltb_check_device(L, 2, "cuda");
   }
   ltb_require_device(L, dev, "cuda");
-  return convert(L, t, true, dev, false, t->dtype, false);
+  return convert_ex(L, t, true, dev, false, t->dtype, read_convert_flags(L, 3, "cuda"));
+}
+
+/* t:pin_memory(): t in page-locked host memory (torch's pin_memory). */
+static int tensor_pin_memory(lua_State *L) {
+  lt_tensor *t = ltb_check_tensor(L, 1, "pin_memory"), *out = NULL;
+  ltb_handle *h = ltb_new_handle(L);
+  lt_status st = lt_pin_memory(t, &out);
+  return ltb_finish_or_self(L, h, st, out, 1);
+}
+
+static int tensor_is_pinned(lua_State *L) {
+  lua_pushboolean(L, lt_is_pinned(ltb_check_tensor(L, 1, "is_pinned")));
+  return 1;
 }
 
 static int tensor_cpu(lua_State *L) {
@@ -379,6 +421,8 @@ void ltb_open_tensor_methods(lua_State *L, int methods_idx, int core_idx) {
       {"detach", tensor_detach},
       {"contiguous", tensor_contiguous},
       {"to", tensor_to},
+      {"pin_memory", tensor_pin_memory},
+      {"is_pinned", tensor_is_pinned},
       {"cuda", tensor_cuda},
       {"cpu", tensor_cpu},
       {"item", tensor_item},

@@ -28,6 +28,7 @@ local model = nn.Sequential(
   nn.Flatten(),
   nn.Linear(3136, 128), nn.ReLU(),
   nn.Linear(128, 10))
+model:to(training.device(opts))
 print(model)
 local opt = optim.Adam(model:parameters(), {lr = opts.lr})
 opts.scheduler = optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = opts.epochs})

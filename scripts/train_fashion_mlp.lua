@@ -19,6 +19,7 @@ local model = nn.Sequential(
   nn.Linear(784, 256), nn.ReLU(),
   nn.Linear(256, 128), nn.ReLU(),
   nn.Linear(128, 10))
+model:to(training.device(opts))
 print(model)
 local opt = optim.SGD(model:parameters(), {lr = opts.lr, momentum = opts.momentum})
 -- Annealing to zero over the run settles the weights: the last epochs no longer

@@ -60,7 +60,7 @@ struct lt_segment {
   lt_segment *prev, *next; /* the device's segments */
   /* The backend that gave the memory, kept so that it goes back to the same
    * one even if the backend is replaced later. */
-  void (*raw_free)(void *ctx, void *ptr, size_t nbytes);
+  void (*raw_free)(void *ctx, int index, void *ptr, size_t nbytes);
   void *raw_ctx;
 };
 
@@ -93,7 +93,7 @@ lt_device_allocator *lt_device_allocator_of(lt_device dev);
 lt_block *lt_try_alloc(lt_device_allocator *da, size_t nbytes, lt_category cat);
 lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat);
 /* Whether a device type has a raw allocator (the CPU always does). */
-bool lt_alloc_has_backend(lt_device_type type);
+bool lt_alloc_has_backend(lt_device dev);
 /* Releases every entirely free segment; the caller holds the lock. */
 size_t lt_release_free_segments_locked(lt_device_allocator *da);
 

@@ -14,45 +14,71 @@
 
 #define NDEVICE_TYPES 2
 
-/* ---- raw allocators per device type ---- */
+/* ---- raw allocators per device type (and the pinned host pool) ---- */
+
+/* Slot NDEVICE_TYPES holds the pinned pool's raw allocator. */
+#define PINNED_SLOT NDEVICE_TYPES
 
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
-static lt_raw_allocator backends[NDEVICE_TYPES];
-static bool backend_installed[NDEVICE_TYPES];
+static lt_raw_allocator backends[NDEVICE_TYPES + 1];
+static bool backend_installed[NDEVICE_TYPES + 1];
+
+/* The raw-allocator slot serving dev, or -1. */
+static int backend_slot(lt_device dev) {
+  if (dev.type == LT_DEVICE_CPU && dev.index == 1) return PINNED_SLOT;
+  return (int)dev.type >= 0 && (int)dev.type < NDEVICE_TYPES ? (int)dev.type : -1;
+}
 
 /* The CPU's backend is installed on first use so that no caller has to. */
-static void install_default_backend_locked(lt_device_type type) {
-  if (type == LT_DEVICE_CPU && !backend_installed[type]) {
-    backends[type] = lt_cpu_raw_allocator();
-    backend_installed[type] = true;
+static void install_default_backend_locked(int slot) {
+  if (slot == LT_DEVICE_CPU && !backend_installed[slot]) {
+    backends[slot] = lt_cpu_raw_allocator();
+    backend_installed[slot] = true;
   }
+}
+
+static void set_backend_slot(int slot, const lt_raw_allocator *raw) {
+  pthread_mutex_lock(&backend_lock);
+  if (raw) {
+    backends[slot] = *raw;
+    backend_installed[slot] = true;
+  } else {
+    memset(&backends[slot], 0, sizeof backends[slot]);
+    backend_installed[slot] = false;
+  }
+  pthread_mutex_unlock(&backend_lock);
 }
 
 void lt_alloc_set_backend(lt_device_type type, const lt_raw_allocator *raw) {
   if ((int)type < 0 || (int)type >= NDEVICE_TYPES) return;
-  pthread_mutex_lock(&backend_lock);
-  if (raw) {
-    backends[type] = *raw;
-    backend_installed[type] = true;
-  } else {
-    memset(&backends[type], 0, sizeof backends[type]);
-    backend_installed[type] = false;
-  }
-  pthread_mutex_unlock(&backend_lock);
+  set_backend_slot((int)type, raw);
 }
 
-static bool get_backend(lt_device_type type, lt_raw_allocator *out) {
+void lt_alloc_set_pinned_backend(const lt_raw_allocator *raw) { set_backend_slot(PINNED_SLOT, raw); }
+
+static bool get_backend(lt_device dev, lt_raw_allocator *out) {
+  const int slot = backend_slot(dev);
+  if (slot < 0) return false;
   pthread_mutex_lock(&backend_lock);
-  install_default_backend_locked(type);
-  bool ok = backend_installed[type] && backends[type].alloc != NULL;
-  if (ok) *out = backends[type];
+  install_default_backend_locked(slot);
+  bool ok = backend_installed[slot] && backends[slot].alloc != NULL;
+  if (ok) *out = backends[slot];
   pthread_mutex_unlock(&backend_lock);
   return ok;
 }
 
-bool lt_alloc_has_backend(lt_device_type type) {
+bool lt_alloc_has_backend(lt_device dev) {
   lt_raw_allocator raw;
-  return (int)type >= 0 && (int)type < NDEVICE_TYPES && get_backend(type, &raw);
+  return get_backend(dev, &raw);
+}
+
+bool lt_device_memory_info(lt_device dev, size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = *total_bytes = 0;
+  lt_raw_allocator raw;
+  if (!get_backend(dev, &raw) || !raw.mem_info) return false;
+  if (raw.mem_info(raw.ctx, dev.index, free_bytes, total_bytes)) return true;
+  *free_bytes = *total_bytes = 0;
+  return false;
 }
 
 /* ---- the per-device table ---- */
@@ -73,7 +99,7 @@ static void init_devices(void) {
 lt_device_allocator *lt_device_allocator_of(lt_device dev) {
   if (dev.type < 0 || dev.type >= NDEVICE_TYPES || dev.index < 0 || dev.index >= LT_MAX_DEVICES)
     return NULL;
-  if (dev.type == LT_DEVICE_CPU && dev.index != 0) return NULL;
+  if (dev.type == LT_DEVICE_CPU && dev.index > 1) return NULL; /* 1: the pinned pool */
   pthread_once(&devices_once, init_devices);
   return &devices[dev.type][dev.index];
 }
@@ -133,10 +159,10 @@ static lt_block *new_segment(lt_device_allocator *da, size_t rounded, int pool) 
   if (limit && (reserved > limit || seg_size > limit - reserved)) return NULL;
 
   lt_raw_allocator raw;
-  if (!get_backend((lt_device_type)da->dev.type, &raw)) return NULL;
+  if (!get_backend(da->dev, &raw)) return NULL;
   lt_segment *seg = malloc(sizeof *seg);
   lt_block *b = new_block_struct(da);
-  void *mem = (seg && b) ? raw.alloc(raw.ctx, seg_size) : NULL;
+  void *mem = (seg && b) ? raw.alloc(raw.ctx, da->dev.index, seg_size) : NULL;
   if (!mem) {
     free(seg);
     if (b) recycle_block_struct(da, b);
@@ -166,7 +192,7 @@ static void release_segment(lt_device_allocator *da, lt_segment *seg) {
     da->segments = seg->next;
   if (seg->next) seg->next->prev = seg->prev;
 
-  seg->raw_free(seg->raw_ctx, seg->base, seg->size);
+  seg->raw_free(seg->raw_ctx, seg->owner->dev.index, seg->base, seg->size);
   da->stats.num_device_frees++;
   lt_stat_update_pool(da->stats.segment, seg->pool, -1);
   lt_stat_update_pool(da->stats.reserved_bytes, seg->pool, -(int64_t)seg->size);

@@ -67,7 +67,7 @@ lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category
                              lt_block **out) {
   lt_block *b = NULL;
   lt_memory_stats snapshot;
-  if (!lt_alloc_has_backend((lt_device_type)da->dev.type)) {
+  if (!lt_alloc_has_backend(da->dev)) {
     char name[16];
     return lt_error(LT_ERR_DEVICE, "alloc: device %s has no memory allocator (is it available?)",
                     lt_device_name(da->dev, name));

@@ -47,6 +47,9 @@ typedef struct lt_backend {
   /* dst = src, src broadcast to dst's shape and converted to dst's dtype.
    * A non-CPU backend also copies between its device and the CPU. */
   lt_status (*copy)(lt_tensor *dst, const lt_tensor *src);
+  /* copy, allowed to return before the copy is done when the host side is
+   * pinned (lt_to_device_ex's non_blocking); NULL where every copy blocks. */
+  lt_status (*copy_non_blocking)(lt_tensor *dst, const lt_tensor *src);
   /* Every element of dst = value (already checked to fit dst's dtype). */
   lt_status (*fill)(lt_tensor *dst, double value);
   /* The bytes of t's first element into host memory (item). */

@@ -21,6 +21,10 @@ typedef struct lt_nn_dim_geom {
 
 typedef struct lt_nn_backend {
   const char *name;
+  /* linear and conv2d (forward and backward) take float16 and bfloat16
+   * operands as they are, accumulating in float32 (tensor cores), instead of
+   * getting them converted to float32 by ops/. */
+  bool half_matmul;
 
   /* out [M, O] = x [M, K] w[O, K]^T + b [O] (b may be NULL). */
   lt_status (*linear)(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,

@@ -8,6 +8,7 @@
 #define LT_CORE_OPTIM_BACKEND_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lt/optim.h"
 
@@ -30,6 +31,30 @@ typedef struct lt_optim_backend {
   /* max_exp_avg_sq NULL unless s->amsgrad. */
   lt_status (*adam)(lt_tensor *param, const lt_tensor *grad, lt_tensor *exp_avg,
                     lt_tensor *exp_avg_sq, lt_tensor *max_exp_avg_sq, const lt_adam_scalars *s);
+
+  /* The multi-tensor forms: the same updates over n tensors in one call (one
+   * launch per batch of tensors on CUDA), with results equal to calling sgd
+   * or adam for index 0, 1, ... in turn. Each index has its own shape and
+   * dtype; the tensors of one call share a device, and ops/optim.c has
+   * checked that no parameter appears twice, so the order of the updates
+   * does not matter.
+   * bufs NULL without momentum; init_buffers[i] as sgd's init_buffer. */
+  lt_status (*sgd_many)(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                        lt_tensor *const *bufs, const bool *init_buffers,
+                        const lt_sgd_options *o);
+  /* s[i] holds index i's scalars (step counts differ per parameter);
+   * max_exp_avg_sqs NULL unless s[0].amsgrad (all share amsgrad). */
+  lt_status (*adam_many)(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                         lt_tensor *const *exp_avgs, lt_tensor *const *exp_avg_sqs,
+                         lt_tensor *const *max_exp_avg_sqs, const lt_adam_scalars *s);
+  /* grads[i] *= inv_scale in place (computed in float, in double for
+   * float64, as mul_ with a number), and *found_inf (a float32 element on the
+   * same device) = 1.0f when any element was inf or NaN before scaling. The
+   * kernel only ever sets found_inf, so one flag can gather several calls
+   * (PyTorch's _amp_foreach_non_finite_check_and_unscale_). grads contiguous
+   * and pairwise distinct. */
+  lt_status (*unscale_many)(int64_t n, lt_tensor *const *grads, float inv_scale,
+                            lt_tensor *found_inf);
 } lt_optim_backend;
 
 /* The optimizer kernels for dev's type, or NULL when it has none. */

@@ -3,6 +3,10 @@
 
 #include "lt/tensor.h"
 
+static void (*pending_wait)(void *marker);
+
+void lt_storage_set_pending_wait(void (*wait)(void *marker)) { pending_wait = wait; }
+
 lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_storage **out) {
   lt_storage *s = calloc(1, sizeof *s);
   if (!s) return lt_error(LT_ERR_OOM, "out of host memory for a storage header");
@@ -11,9 +15,11 @@ lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_stora
     free(s);
     return st;
   }
+  const lt_device pinned = lt_pinned_pool();
+  s->pinned = lt_device_eq(dev, pinned);
   s->refcount = 1;
   s->nbytes = nbytes;
-  s->device = dev;
+  s->device = s->pinned ? lt_cpu() : dev; /* pinned tensors are CPU tensors */
   *out = s;
   return LT_OK;
 }
@@ -22,6 +28,7 @@ void lt_storage_retain(lt_storage *s) { s->refcount++; }
 
 size_t lt_storage_release(lt_storage *s) {
   if (!s || --s->refcount > 0) return 0;
+  if (s->pending_copy && pending_wait) pending_wait(s->pending_copy);
   size_t given_back = lt_free(s->block);
   free(s);
   return given_back;

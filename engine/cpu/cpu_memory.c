@@ -8,28 +8,35 @@
 
 #define CPU_ALIGNMENT 64
 
-static void *cpu_raw_alloc(void *ctx, size_t nbytes) {
+static void *cpu_raw_alloc(void *ctx, int index, size_t nbytes) {
   (void)ctx;
+  (void)index;
   void *ptr = NULL;
   if (posix_memalign(&ptr, CPU_ALIGNMENT, nbytes) != 0) return NULL;
   return ptr;
 }
 
-static void cpu_raw_free(void *ctx, void *ptr, size_t nbytes) {
+static void cpu_raw_free(void *ctx, int index, void *ptr, size_t nbytes) {
   (void)ctx;
+  (void)index;
   (void)nbytes;
   free(ptr);
 }
 
-/* Physical memory, so that a limit can be given as a fraction of it. */
-static size_t physical_memory_bytes(void) {
-  long pages = sysconf(_SC_PHYS_PAGES);
+/* Physical memory (the base of fractional limits) and what the kernel
+ * counts as available now. */
+static bool cpu_mem_info(void *ctx, int index, size_t *free_bytes, size_t *total_bytes) {
+  (void)ctx;
+  (void)index;
+  long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
   long page_size = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page_size <= 0) return 0;
-  return (size_t)pages * (size_t)page_size;
+  if (pages <= 0 || page_size <= 0) return false;
+  *total_bytes = (size_t)pages * (size_t)page_size;
+  *free_bytes = avail > 0 ? (size_t)avail * (size_t)page_size : 0;
+  return true;
 }
 
 lt_raw_allocator lt_cpu_raw_allocator(void) {
-  lt_raw_allocator raw = {cpu_raw_alloc, cpu_raw_free, NULL, physical_memory_bytes()};
+  lt_raw_allocator raw = {cpu_raw_alloc, cpu_raw_free, cpu_mem_info, NULL};
   return raw;
 }

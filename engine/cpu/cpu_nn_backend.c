@@ -3,6 +3,7 @@
 
 const lt_nn_backend lt_cpu_nn_backend = {
     .name = "cpu",
+    .half_matmul = false,
     .linear = cpu_nn_linear,
     .linear_backward = cpu_nn_linear_backward,
     .conv2d = cpu_nn_conv2d,

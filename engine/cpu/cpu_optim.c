@@ -4,8 +4,10 @@
  * arithmetic repeats PyTorch's operations in the same order and precision
  * (float for float32, double for float64), so results agree to a few ulps.
  * 16-bit tensors are widened to float in stack buffers and rounded once when
- * stored. Big tensors are split over the thread pool. */
+ * stored. Big tensors are split over the thread pool. The multi-tensor
+ * forms run the same kernels tensor after tensor. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "core/optim_backend.h"
@@ -185,8 +187,95 @@ static lt_status cpu_adam(lt_tensor *param, const lt_tensor *grad, lt_tensor *ex
   return LT_OK;
 }
 
+/* ---- multi-tensor forms ----
+ * Each tensor is already split over the pool when it is big; small ones run
+ * one after another, as the single steps would. */
+
+static lt_status cpu_sgd_many(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                              lt_tensor *const *bufs, const bool *init_buffers,
+                              const lt_sgd_options *o) {
+  for (int64_t i = 0; i < n; i++)
+    LT_TRY(cpu_sgd(params[i], grads[i], bufs ? bufs[i] : NULL, init_buffers[i], o));
+  return LT_OK;
+}
+
+static lt_status cpu_adam_many(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                               lt_tensor *const *exp_avgs, lt_tensor *const *exp_avg_sqs,
+                               lt_tensor *const *max_exp_avg_sqs, const lt_adam_scalars *s) {
+  for (int64_t i = 0; i < n; i++)
+    LT_TRY(cpu_adam(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
+                    max_exp_avg_sqs ? max_exp_avg_sqs[i] : NULL, &s[i]));
+  return LT_OK;
+}
+
+/* ---- GradScaler's unscale ---- */
+
+typedef struct unscale_ctx {
+  char *grad;
+  lt_dtype dtype;
+  float inv_scale;
+  atomic_bool found; /* set by any task that saw an inf or NaN */
+} unscale_ctx;
+
+/* The check reads each value before it is scaled, in one pass. `bad`
+ * accumulates with | rather than a branch so the loop vectorises. */
+#define UNSCALE_BODY(T, ISFINITE)                                               \
+  do {                                                                          \
+    int bad = 0;                                                                \
+    for (int64_t i = 0; i < n; i++) {                                           \
+      bad |= !ISFINITE(g[i]);                                                   \
+      g[i] = g[i] * inv;                                                        \
+    }                                                                           \
+    return bad != 0;                                                            \
+  } while (0)
+
+static bool unscale_float(float *g, int64_t n, float inv) { UNSCALE_BODY(float, isfinite); }
+/* float64 multiplies by the float32 scale widened, as mul_ with a number. */
+static bool unscale_double(double *g, int64_t n, double inv) { UNSCALE_BODY(double, isfinite); }
+
+static void unscale_range(void *vctx, int64_t begin, int64_t end) {
+  unscale_ctx *c = vctx;
+  const size_t es = lt_dtype_size(c->dtype);
+  char *g = c->grad + begin * (int64_t)es;
+  const int64_t n = end - begin;
+  bool bad = false;
+  if (c->dtype == LT_FLOAT32) {
+    bad = unscale_float((float *)g, n, c->inv_scale);
+  } else if (c->dtype == LT_FLOAT64) {
+    bad = unscale_double((double *)g, n, (double)c->inv_scale);
+  } else {
+    /* float16 / bfloat16: in float, rounded once, as mul_ computes them. */
+    float gf[CPU_BUF];
+    for (int64_t off = 0; off < n; off += CPU_BUF) {
+      const int64_t m = n - off < CPU_BUF ? n - off : CPU_BUF;
+      const int64_t at = off * (int64_t)es;
+      cpu_load(CPU_KIND_F32, gf, g + at, (int64_t)es, c->dtype, m);
+      if (unscale_float(gf, m, c->inv_scale)) bad = true;
+      cpu_store(CPU_KIND_F32, g + at, (int64_t)es, c->dtype, gf, m);
+    }
+  }
+  if (bad) atomic_store_explicit(&c->found, true, memory_order_relaxed);
+}
+
+static lt_status cpu_unscale_many(int64_t n, lt_tensor *const *grads, float inv_scale,
+                                  lt_tensor *found_inf) {
+  bool found = false;
+  for (int64_t i = 0; i < n; i++) {
+    unscale_ctx c = {.grad = lt_data(grads[i]), .dtype = grads[i]->dtype, .inv_scale = inv_scale};
+    atomic_init(&c.found, false);
+    lt_parallel_for(lt_numel(grads[i]), OPTIM_GRAIN, unscale_range, &c);
+    if (atomic_load(&c.found)) found = true;
+  }
+  /* Only ever set: the caller zeroes the flag and may gather several calls. */
+  if (found) *(float *)lt_data(found_inf) = 1.0f;
+  return LT_OK;
+}
+
 const lt_optim_backend lt_cpu_optim_backend = {
     .name = "cpu",
     .sgd = cpu_sgd,
     .adam = cpu_adam,
+    .sgd_many = cpu_sgd_many,
+    .adam_many = cpu_adam_many,
+    .unscale_many = cpu_unscale_many,
 };

@@ -15,6 +15,7 @@ static const lt_backend cuda_backend = {
     /* clamp */ cuda_clamp,
     /* where */ cuda_where,
     /* copy */ cuda_copy,
+    /* copy_non_blocking */ cuda_copy_non_blocking,
     /* fill */ cuda_fill,
     /* read_element */ cuda_read_element,
     /* reduce */ cuda_reduce,

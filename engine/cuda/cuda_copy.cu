@@ -220,16 +220,96 @@ static lt_status download(lt_tensor *dst, const lt_tensor *src) {
   return st;
 }
 
+// Between two CUDA devices: src made dense on its own device (unless it is),
+// its bytes moved with cudaMemcpyPeer (over NVLink or PCIe, through the host
+// when the devices have no peer access), then broadcast and converted into
+// dst on dst's device by the same kernels as a same-device copy.
+static lt_status peer_copy(lt_tensor *dst, const lt_tensor *src) {
+  if (lt_numel(dst) == 0) return LT_OK;
+  const lt_device sd = src->storage->device, dd = dst->storage->device;
+  const size_t nbytes = lt_nbytes(src);
+  lt_status st = LT_OK;
+  lt_block *sblock = NULL, *dblock = NULL;
+  const char *sdata = cuda_bytes(src);
+  if (!lt_is_contiguous(src)) {
+    void *sbuf;
+    LT_TRY(lt_alloc(sd, nbytes, LT_CAT_OTHER, &sbuf, &sblock));
+    staged_view v;
+    stage_view(&v, src, (char *)sbuf, 0, sd, true);
+    st = device_copy(&v.tensor, src);
+    sdata = (const char *)sbuf;
+  }
+  void *dbuf = NULL;
+  if (st == LT_OK) st = lt_alloc(dd, nbytes, LT_CAT_OTHER, &dbuf, &dblock);
+  if (st == LT_OK) {
+    cuda_device_guard guard(dd);
+    cudaError_t e = cudaMemcpyPeer(dbuf, dd.index, sdata, sd.index, nbytes);
+    // Both devices' streams must be past the move before either buffer goes
+    // back to its pool: a cross-device copy is rare enough to wait for.
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) st = cuda_fail("copy_", "cudaMemcpyPeer", e);
+  }
+  if (st == LT_OK) {
+    staged_view v;
+    stage_view(&v, src, (char *)dbuf, 0, dd, true);
+    st = device_copy(dst, &v.tensor);
+  }
+  if (dblock) lt_free(dblock);
+  if (sblock) lt_free(sblock);
+  return st;
+}
+
 lt_status cuda_copy(lt_tensor *dst, const lt_tensor *src) {
   const bool d = on_cuda(dst), s = on_cuda(src);
   if (d && s) {
-    if (dst->storage->device.index != src->storage->device.index)
-      return cuda_not_implemented("copy_ between two CUDA devices");
+    if (dst->storage->device.index != src->storage->device.index) return peer_copy(dst, src);
     return device_copy(dst, src);
   }
   if (d) return upload(dst, src);
   if (s) return download(dst, src);
   return cuda_not_implemented("copy_ between two host tensors"); // ops/ never sends one
+}
+
+void cuda_wait_pending_copy(void *event) {
+  cudaEvent_t e = (cudaEvent_t)event;
+  (void)cudaEventSynchronize(e);
+  (void)cudaEventDestroy(e);
+  (void)cudaGetLastError(); // a failed wait (a dead context) must not poison the next call
+}
+
+// Marks host storage s as in use by the copy just queued: an event after it,
+// waited for when s is released (lt_storage_release), so that the pinned pool
+// never hands out pages a copy still reads or writes. A newer event replaces
+// an older one: the stream finishes them in order.
+static lt_status mark_pending(lt_storage *s) {
+  cudaEvent_t e;
+  CUDA_TRY("copy_", cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  cudaError_t r = cudaEventRecord(e, LT_CUDA_STREAM);
+  if (r != cudaSuccess) {
+    (void)cudaEventDestroy(e);
+    return cuda_fail("copy_", "cudaEventRecord", r);
+  }
+  if (s->pending_copy) (void)cudaEventDestroy((cudaEvent_t)s->pending_copy);
+  s->pending_copy = (void *)e;
+  return LT_OK;
+}
+
+// non_blocking (lt_to_device_ex): a dense copy between pinned host memory and
+// a device is queued with cudaMemcpyAsync and returns at once; every other
+// copy blocks as copy_ does (pageable memory cannot be read by the DMA engine
+// after the call returns, so the driver would stage it synchronously anyway).
+lt_status cuda_copy_non_blocking(lt_tensor *dst, const lt_tensor *src) {
+  const bool d = on_cuda(dst), s = on_cuda(src);
+  const lt_tensor *host = d && !s ? src : (!d && s ? dst : NULL);
+  if (!host || !host->storage->pinned || dst->dtype != src->dtype || !same_shape(dst, src) ||
+      !lt_is_contiguous(dst) || !lt_is_contiguous(src))
+    return cuda_copy(dst, src);
+  cuda_device_guard guard((d ? dst : src)->storage->device);
+  if (lt_numel(dst) == 0) return LT_OK;
+  CUDA_TRY("copy_", cudaMemcpyAsync(cuda_bytes(dst), cuda_bytes(src), lt_nbytes(dst),
+                                    d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                                    LT_CUDA_STREAM));
+  return mark_pending(host->storage);
 }
 
 lt_status cuda_fill(lt_tensor *dst, double value) {

@@ -3,7 +3,7 @@
 // first time a device is found.
 #include <pthread.h>
 
-#include "cuda/cuda_internal.h"
+#include "cuda/cuda_kernels.h"
 
 static int device_count_cached = -1;
 
@@ -17,6 +17,9 @@ static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static void start_slot(void) {
   lt_cuda_install_allocator();
   lt_cuda_install_backend();
+  lt_cuda_install_nn_backend();
+  lt_cuda_install_optim_backend();
+  lt_storage_set_pending_wait(cuda_wait_pending_copy);
 }
 
 extern "C" int lt_cuda_device_count(void) {

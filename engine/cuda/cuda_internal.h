@@ -44,6 +44,33 @@ static inline lt_status cuda_check_launch(const char *op, const char *kernel) {
  * (cuda_backend.cu); run once, the first time a device is found. */
 void lt_cuda_install_allocator(void);
 void lt_cuda_install_backend(void);
+void lt_cuda_install_nn_backend(void);    /* cuda_nn_backend.cu */
+void lt_cuda_install_optim_backend(void); /* cuda_optim.cu */
+
+/* Every kernel, library call and copy of lt runs on one stream per device:
+ * the legacy default stream (0). The caching allocator therefore reuses a
+ * freed block in stream order with no event: whatever runs next on the
+ * device runs after the kernels that used the block. */
+#define LT_CUDA_STREAM ((cudaStream_t)0)
+
+/* A library workspace (cuBLAS, cuDNN) taken from the caching allocator under
+ * the workspace category, so that statistics and the memory history show it
+ * and an out-of-memory there takes the usual path (collect, empty the cache,
+ * retry, a catchable error). Given back when the scope ends: stream order
+ * makes that safe while the library call that uses it is still queued. */
+struct cuda_workspace {
+  void *ptr;
+  lt_block *block;
+  cuda_workspace() : ptr(NULL), block(NULL) {}
+  lt_status get(lt_device dev, size_t nbytes) {
+    return lt_alloc(dev, nbytes, LT_CAT_WORKSPACE, &ptr, &block);
+  }
+  ~cuda_workspace() {
+    if (block) lt_free(block);
+  }
+  cuda_workspace(const cuda_workspace &) = delete;
+  cuda_workspace &operator=(const cuda_workspace &) = delete;
+};
 
 /* Makes dev the current device for the guard's lifetime: kernels and cuBLAS
  * run on the current device, and a tensor on cuda:1 must not be touched from

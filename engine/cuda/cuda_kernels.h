@@ -13,6 +13,9 @@ lt_status cuda_clamp(lt_dtype compute, lt_tensor *out, const lt_tensor *a, bool 
 lt_status cuda_where(lt_tensor *out, const lt_tensor *cond, const lt_tensor *a,
                      const lt_tensor *b);
 lt_status cuda_copy(lt_tensor *dst, const lt_tensor *src);
+lt_status cuda_copy_non_blocking(lt_tensor *dst, const lt_tensor *src);
+/* Waits for and frees a storage's pending-copy event (lt_storage_set_pending_wait). */
+void cuda_wait_pending_copy(void *event);
 lt_status cuda_fill(lt_tensor *dst, double value);
 lt_status cuda_read_element(const lt_tensor *t, void *host_dst);
 lt_status cuda_reduce(lt_reduce_op op, lt_tensor *out, const lt_tensor *in, const bool *reduced);

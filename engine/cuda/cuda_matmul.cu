@@ -1,35 +1,180 @@
 // Batched matrix product: floating dtypes through cuBLAS (one strided-batched
 // call when each operand's batch dims collapse to one stride, else one call
-// per batch entry), float16/bfloat16 through cublasGemmStridedBatchedEx with
-// float32 accumulation (tensor cores), integers through a plain kernel
+// per batch entry) with cublasGemmStridedBatchedEx: float32 in float32 (TF32
+// when lt_cuda_matmul_tf32()), float64 in float64, float16/bfloat16 with
+// float32 accumulation (tensor cores); integers through a plain kernel
 // accumulating in wrapping int64 (cuBLAS has no int64 GEMM).
+//
+// Also home of what cuda_blas.h declares: the per-device cuBLAS/cuBLASLt
+// handles, their workspaces from the caching allocator, and cuda_gemm.
 //
 // cuBLAS is column-major and lt row-major: a row-major n x m matrix is the
 // column-major m x n one, so out^T = b^T a^T is computed with b first.
-#include <cublas_v2.h>
 #include <limits.h>
 #include <pthread.h>
 
+#include "cuda/cuda_blas.h"
 #include "cuda/cuda_convert.cuh"
 #include "cuda/cuda_kernels.h"
 
-// ---- one cuBLAS handle per device, made on first use ----
+// ---- handles, workspaces, the GEMM helper (declared in cuda_blas.h) ----
 
-static cublasHandle_t handles[LT_MAX_DEVICES];
-static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+struct blas_slot {
+  cublasHandle_t blas;
+  cublasLtHandle_t lt;
+};
 
-static lt_status cublas_fail(const char *call, cublasStatus_t s) {
-  return lt_error(LT_ERR_DEVICE, "cuda: matmul: %s: %s", call, cublasGetStatusString(s));
+static blas_slot slots[LT_MAX_DEVICES];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+lt_status cuda_cublas_fail(const char *op, const char *call, cublasStatus_t s) {
+  return lt_error(LT_ERR_DEVICE, "cuda: %s: %s: %s", op, call, cublasGetStatusString(s));
 }
 
-// Called with dev already current (the handle binds to the current device).
-static lt_status handle_for(lt_device dev, cublasHandle_t *out) {
-  pthread_mutex_lock(&handles_lock);
+static lt_status check_slot(lt_device dev) {
+  if (dev.type != LT_DEVICE_CUDA || dev.index < 0 || dev.index >= LT_MAX_DEVICES)
+    return lt_error(LT_ERR_INTERNAL, "cuda: cublas: no handle slot for device %d:%d",
+                    (int)dev.type, (int)dev.index);
+  return LT_OK;
+}
+
+// Called with dev current: cublasCreate binds the handle to the current device.
+lt_status cuda_cublas_handle(lt_device dev, cublasHandle_t *out) {
+  *out = NULL;
+  LT_TRY(check_slot(dev));
+  pthread_mutex_lock(&slots_lock);
+  blas_slot *sl = &slots[dev.index];
+  const char *call = NULL;
   cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
-  if (!handles[dev.index]) s = cublasCreate(&handles[dev.index]);
-  *out = handles[dev.index];
-  pthread_mutex_unlock(&handles_lock);
-  if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail("cublasCreate", s);
+  if (!sl->blas) {
+    cublasHandle_t h = NULL;
+    call = "cublasCreate";
+    s = cublasCreate(&h);
+    // Every lt kernel runs on LT_CUDA_STREAM; cublasSetStream also resets the
+    // workspace to cuBLAS's own pool, so it is done once here and never
+    // between cublasSetWorkspace and a call.
+    if (s == CUBLAS_STATUS_SUCCESS) call = "cublasSetStream", s = cublasSetStream(h, LT_CUDA_STREAM);
+    // 16-bit GEMMs promise float32 accumulation: forbid split-K reductions in
+    // the 16-bit output type (cuBLAS allows them by default for mixed
+    // precision). Default math otherwise: float32 uses TF32 only when a call
+    // asks for CUBLAS_COMPUTE_32F_FAST_TF32.
+    if (s == CUBLAS_STATUS_SUCCESS)
+      call = "cublasSetMathMode",
+      s = cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (s == CUBLAS_STATUS_SUCCESS)
+      sl->blas = h;
+    else if (h)
+      (void)cublasDestroy(h);
+  }
+  *out = sl->blas;
+  pthread_mutex_unlock(&slots_lock);
+  if (s != CUBLAS_STATUS_SUCCESS) return cuda_cublas_fail("cublas", call, s);
+  return LT_OK;
+}
+
+lt_status cuda_cublaslt_handle(lt_device dev, cublasLtHandle_t *out) {
+  *out = NULL;
+  LT_TRY(check_slot(dev));
+  pthread_mutex_lock(&slots_lock);
+  blas_slot *sl = &slots[dev.index];
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  if (!sl->lt) s = cublasLtCreate(&sl->lt);
+  *out = sl->lt;
+  pthread_mutex_unlock(&slots_lock);
+  if (s != CUBLAS_STATUS_SUCCESS) return cuda_cublas_fail("cublas", "cublasLtCreate", s);
+  return LT_OK;
+}
+
+size_t cuda_blas_workspace_bytes(lt_device dev) {
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev.index) != cudaSuccess) {
+    (void)cudaGetLastError();
+    major = 0;
+  }
+  return (size_t)(major >= 9 ? 32 : 4) << 20;
+}
+
+lt_status cuda_blas_workspace(lt_device dev, cuda_workspace *ws, size_t *bytes) {
+  *bytes = 0;
+  const size_t want = cuda_blas_workspace_bytes(dev);
+  const lt_status st = ws->get(dev, want);
+  if (st == LT_ERR_OOM) return LT_OK; // run without one (ws->ptr is NULL)
+  if (st != LT_OK) return st;
+  // The caching allocator hands out 512-byte-aligned blocks; cuBLAS asks
+  // for at least 256.
+  *bytes = want;
+  return LT_OK;
+}
+
+lt_status cuda_blas_session::begin(const char *op, lt_device dev) {
+  cublasHandle_t h;
+  LT_TRY(cuda_cublas_handle(dev, &h));
+  handle = h; // from here on the destructor detaches whatever was set
+  LT_TRY(cuda_blas_workspace(dev, &ws, &ws_bytes));
+  const cublasStatus_t s = cublasSetWorkspace(h, ws_bytes ? ws.ptr : NULL, ws_bytes);
+  if (s != CUBLAS_STATUS_SUCCESS) return cuda_cublas_fail(op, "cublasSetWorkspace", s);
+  return LT_OK;
+}
+
+bool cuda_blas_types(lt_dtype dt, cudaDataType_t *data, cublasComputeType_t *compute) {
+  switch (dt) {
+    case LT_FLOAT32:
+      *data = CUDA_R_32F;
+      *compute = lt_cuda_matmul_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      return true;
+    case LT_FLOAT64: *data = CUDA_R_64F, *compute = CUBLAS_COMPUTE_64F; return true;
+    case LT_FLOAT16: *data = CUDA_R_16F, *compute = CUBLAS_COMPUTE_32F; return true;
+    case LT_BFLOAT16: *data = CUDA_R_16BF, *compute = CUBLAS_COMPUTE_32F; return true;
+    default: return false;
+  }
+}
+
+// Alpha and beta in the scale type cuBLAS expects for a compute type: double
+// for CUBLAS_COMPUTE_64F, float for the float32 ones.
+struct gemm_scalars {
+  double d1, dbeta;
+  float f1, fbeta;
+  bool f64;
+  gemm_scalars(cublasComputeType_t ct, double beta)
+      : d1(1.0), dbeta(beta), f1(1.0f), fbeta((float)beta), f64(ct == CUBLAS_COMPUTE_64F) {}
+  const void *one() const { return f64 ? (const void *)&d1 : (const void *)&f1; }
+  const void *beta() const { return f64 ? (const void *)&dbeta : (const void *)&fbeta; }
+};
+
+lt_status cuda_gemm(const char *op, lt_device dev, lt_dtype dt, bool transa, bool transb,
+                    int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                    int64_t ldb, double beta, void *c, int64_t ldc) {
+  cudaDataType_t type;
+  cublasComputeType_t ct;
+  if (!cuda_blas_types(dt, &type, &ct))
+    return lt_error(LT_ERR_INTERNAL, "cuda: %s: no GEMM for %s", op, lt_dtype_name(dt));
+  if (m == 0 || n == 0) return LT_OK;
+  const size_t es = lt_dtype_size(dt);
+  if (k == 0) { // an empty sum: C = beta C, without asking cuBLAS about k = 0
+    if (beta == 1.0) return LT_OK;
+    if (beta != 0.0)
+      return lt_error(LT_ERR_INTERNAL, "cuda: %s: a k = 0 GEMM takes beta 0 or 1", op);
+    CUDA_TRY(op, cudaMemset2DAsync(c, (size_t)ldc * es, 0, (size_t)n * es, (size_t)m,
+                                   LT_CUDA_STREAM));
+    return LT_OK;
+  }
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
+      ldc > INT_MAX)
+    return lt_error(LT_ERR_ARG, "cuda: %s: a GEMM of %lld x %lld x %lld exceeds cuBLAS's int range",
+                    op, (long long)m, (long long)n, (long long)k);
+  cuda_blas_session blas;
+  LT_TRY(blas.begin(op, dev));
+  // Row-major C[m, n] is the column-major n x m matrix C^T = op(B)^T op(A)^T:
+  // B goes first. A row-major matrix read column-major is its transpose, so
+  // an untransposed row-major operand is passed with CUBLAS_OP_N and a
+  // transposed one with CUBLAS_OP_T, with the row-major leading dimension.
+  const gemm_scalars sc(ct, beta);
+  const cublasStatus_t s =
+      cublasGemmEx(blas.handle, transb ? CUBLAS_OP_T : CUBLAS_OP_N, transa ? CUBLAS_OP_T : CUBLAS_OP_N,
+                   (int)n, (int)m, (int)k, sc.one(), b, type, (int)ldb, a, type, (int)lda,
+                   sc.beta(), c, type, (int)ldc, ct, CUBLAS_GEMM_DEFAULT);
+  if (s != CUBLAS_STATUS_SUCCESS) return cuda_cublas_fail(op, "cublasGemmEx", s);
   return LT_OK;
 }
 
@@ -155,30 +300,18 @@ struct gemm_call {
 static lt_status gemm_batched(cublasHandle_t h, lt_dtype dt, const gemm_call &c, const void *bp,
                               int64_t sb, const void *ap, int64_t sa, void *cp, int64_t sc,
                               int count) {
-  cublasStatus_t s;
-  const char *call;
-  if (dt == LT_FLOAT32) {
-    const float one = 1.0f, zero = 0.0f;
-    call = "cublasSgemmStridedBatched";
-    s = cublasSgemmStridedBatched(h, c.op_b, c.op_a, c.m, c.n, c.k, &one, (const float *)bp,
-                                  (int)c.ldb, sb, (const float *)ap, (int)c.lda, sa, &zero,
-                                  (float *)cp, (int)c.ldc, sc, count);
-  } else if (dt == LT_FLOAT64) {
-    const double one = 1.0, zero = 0.0;
-    call = "cublasDgemmStridedBatched";
-    s = cublasDgemmStridedBatched(h, c.op_b, c.op_a, c.m, c.n, c.k, &one, (const double *)bp,
-                                  (int)c.ldb, sb, (const double *)ap, (int)c.lda, sa, &zero,
-                                  (double *)cp, (int)c.ldc, sc, count);
-  } else {
-    // 16-bit inputs and output, float32 accumulation: the tensor-core path.
-    const float one = 1.0f, zero = 0.0f;
-    const cudaDataType_t t = dt == LT_FLOAT16 ? CUDA_R_16F : CUDA_R_16BF;
-    call = "cublasGemmStridedBatchedEx";
-    s = cublasGemmStridedBatchedEx(h, c.op_b, c.op_a, c.m, c.n, c.k, &one, bp, t, (int)c.ldb, sb,
-                                   ap, t, (int)c.lda, sa, &zero, cp, t, (int)c.ldc, sc, count,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  }
-  if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(call, s);
+  // One call for every floating dtype: float32 in float32 (or TF32 when
+  // lt_cuda_matmul_tf32()), float64 in float64, 16-bit inputs and output with
+  // float32 accumulation (the tensor-core path).
+  cudaDataType_t t;
+  cublasComputeType_t ct;
+  if (!cuda_blas_types(dt, &t, &ct))
+    return lt_error(LT_ERR_INTERNAL, "cuda: matmul: no GEMM for %s", lt_dtype_name(dt));
+  const gemm_scalars s(ct, 0.0);
+  const cublasStatus_t st = cublasGemmStridedBatchedEx(
+      h, c.op_b, c.op_a, c.m, c.n, c.k, s.one(), bp, t, (int)c.ldb, sb, ap, t, (int)c.lda, sa,
+      s.beta(), cp, t, (int)c.ldc, sc, count, ct, CUBLAS_GEMM_DEFAULT);
+  if (st != CUBLAS_STATUS_SUCCESS) return cuda_cublas_fail("matmul", "cublasGemmStridedBatchedEx", st);
   return LT_OK;
 }
 
@@ -209,8 +342,10 @@ lt_status cuda_matmul(lt_tensor *out, const lt_tensor *a, const lt_tensor *b) {
   if (c.lda > INT_MAX || c.ldb > INT_MAX)
     return lt_error(LT_ERR_ARG, "cuda: matmul: a leading dimension exceeds cuBLAS's int range");
 
-  cublasHandle_t h;
-  LT_TRY(handle_for(out->storage->device, &h));
+  // One workspace for every call below: they run in stream order.
+  cuda_blas_session blas;
+  LT_TRY(blas.begin("matmul", out->storage->device));
+  const cublasHandle_t h = blas.handle;
   const size_t es = lt_dtype_size(out->dtype);
   const char *ap = (const char *)cuda_bytes(a), *bp = (const char *)cuda_bytes(b);
   char *cp = (char *)cuda_bytes(out);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "lt/cuda.h"
 #include "ops/ops_internal.h"
 
 /* PyTorch refuses a fill value the dtype cannot represent (300 into uint8,
@@ -91,15 +92,18 @@ lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src) {
   return ag_record_copy_(dst, src);
 }
 
-/* A new contiguous tensor of t's shape on dev with dtype dt holding t's values. */
-static lt_status converted_copy(const char *name, const lt_tensor *t, lt_dtype dt, lt_device dev,
-                                lt_tensor **out) {
+/* A new contiguous tensor of t's shape on dev with dtype dt holding t's
+ * values (dev lt_pinned_pool(): a pinned CPU tensor). */
+static lt_status converted_copy_ex(const char *name, const lt_tensor *t, lt_dtype dt,
+                                   lt_device dev, bool non_blocking, lt_tensor **out) {
   if ((unsigned)dt >= LT_NDTYPES) return lt_error(LT_ERR_DTYPE, "%s: unknown dtype %d", name, (int)dt);
   lt_tensor *r;
   LT_TRY(lt_empty(t->shape, t->ndim, dt, dev, &r));
+  dev = r->storage->device;
   const lt_backend *be;
   lt_status st = copy_backend(name, r, t, &be);
-  if (st == LT_OK) st = be->copy(r, t);
+  if (st == LT_OK)
+    st = non_blocking && be->copy_non_blocking ? be->copy_non_blocking(r, t) : be->copy(r, t);
   if (st == LT_OK)
     st = ag_record_identity(dt != t->dtype || !lt_device_eq(dev, t->storage->device)
                                 ? "ToCopyBackward"
@@ -113,6 +117,11 @@ static lt_status converted_copy(const char *name, const lt_tensor *t, lt_dtype d
   return LT_OK;
 }
 
+static lt_status converted_copy(const char *name, const lt_tensor *t, lt_dtype dt, lt_device dev,
+                                lt_tensor **out) {
+  return converted_copy_ex(name, t, dt, dev, false, out);
+}
+
 lt_status lt_to_dtype(const lt_tensor *t, lt_dtype dt, bool copy, lt_tensor **out) {
   LT_TRY(ops_check_live("to", t));
   if (dt == t->dtype && !copy) {
@@ -123,7 +132,7 @@ lt_status lt_to_dtype(const lt_tensor *t, lt_dtype dt, bool copy, lt_tensor **ou
   return converted_copy("to", t, dt, t->storage->device, out);
 }
 
-lt_status lt_to_device(const lt_tensor *t, lt_device dev, lt_tensor **out) {
+lt_status lt_to_device_ex(const lt_tensor *t, lt_device dev, bool non_blocking, lt_tensor **out) {
   LT_TRY(ops_check_live("to", t));
   if (lt_device_eq(dev, t->storage->device)) {
     lt_tensor_retain((lt_tensor *)t);
@@ -132,7 +141,32 @@ lt_status lt_to_device(const lt_tensor *t, lt_device dev, lt_tensor **out) {
   }
   const lt_backend *be;
   LT_TRY(ops_backend("to", dev, &be)); /* fail before allocating on an absent device */
-  return converted_copy("to", t, t->dtype, dev, out);
+  return converted_copy_ex("to", t, t->dtype, dev, non_blocking, out);
+}
+
+lt_status lt_to_device(const lt_tensor *t, lt_device dev, lt_tensor **out) {
+  return lt_to_device_ex(t, dev, false, out);
+}
+
+bool lt_is_pinned(const lt_tensor *t) { return t && t->storage && t->storage->pinned; }
+
+lt_status lt_pin_memory(const lt_tensor *t, lt_tensor **out) {
+  LT_TRY(ops_check_live("pin_memory", t));
+  if (t->storage->device.type != LT_DEVICE_CPU) {
+    char name[16];
+    return lt_error(LT_ERR_DEVICE, "pin_memory: only CPU tensors can be pinned, got a tensor on %s",
+                    lt_device_name(t->storage->device, name));
+  }
+  if (lt_is_pinned(t)) {
+    lt_tensor_retain((lt_tensor *)t);
+    *out = (lt_tensor *)t;
+    return LT_OK;
+  }
+  /* Page-locking is the CUDA driver's service: without a device, PyTorch
+   * fails the same way. */
+  if (!lt_cuda_is_available())
+    return lt_error(LT_ERR_DEVICE, "pin_memory: pinned memory needs a CUDA device, and none was found");
+  return converted_copy_ex("pin_memory", t, t->dtype, lt_pinned_pool(), false, out);
 }
 
 lt_status lt_clone(const lt_tensor *t, lt_tensor **out) {

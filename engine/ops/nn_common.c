@@ -16,6 +16,10 @@ lt_dtype nn_compute_dtype(lt_dtype dt) {
   return dt == LT_FLOAT16 || dt == LT_BFLOAT16 ? LT_FLOAT32 : dt;
 }
 
+lt_dtype nn_matmul_dtype(const lt_nn_backend *be, lt_dtype dt) {
+  return be->half_matmul ? dt : nn_compute_dtype(dt);
+}
+
 lt_status nn_check_float(const char *op, const char *role, const lt_tensor *t) {
   if (!t) return lt_error(LT_ERR_ARG, "%s: expected a tensor for %s, got nothing", op, role);
   LT_TRY(ops_check_live(op, t));

@@ -89,7 +89,7 @@ static lt_status conv2d_forward(const lt_tensor *x, const lt_tensor *weight,
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_matmul_dtype(be, x->dtype);
   nn_scope s = {0};
   lt_tensor *xc, *wc, *bc, *r;
   lt_status st = nn_prepare(&s, x, ct, &xc);
@@ -136,7 +136,7 @@ lt_status lt_conv2d_backward(const lt_tensor *grad_out, const lt_tensor *x,
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_matmul_dtype(be, x->dtype);
   nn_scope s = {0};
   lt_tensor *goc, *xc, *wc, *gx = NULL, *gw = NULL, *gb = NULL;
   lt_status st = nn_prepare(&s, grad_out, ct, &goc);

@@ -31,7 +31,7 @@ static lt_status linear_forward(const lt_tensor *x, const lt_tensor *weight,
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend("linear", dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_matmul_dtype(be, x->dtype);
   const int64_t k = weight->shape[1], o = weight->shape[0];
   int64_t rows = 1;
   for (int d = 0; d + 1 < x->ndim; d++) rows *= x->shape[d];
@@ -94,7 +94,7 @@ lt_status lt_linear_backward(const lt_tensor *grad_out, const lt_tensor *x,
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_matmul_dtype(be, x->dtype);
   int64_t rows = 1;
   for (int d = 0; d + 1 < x->ndim; d++) rows *= x->shape[d];
 

@@ -1,6 +1,11 @@
 /* Optimizer steps: validation, the step's scalars and dispatch to the
- * device's optimizer kernels. Checks name the optimizer and the values. */
+ * device's optimizer kernels. Checks name the optimizer and the values (and,
+ * for the multi-tensor steps, the index); every check runs before any
+ * kernel, so a refused call changes nothing. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "core/optim_backend.h"
 #include "ops/ops_internal.h"
@@ -175,5 +180,296 @@ lt_status lt_adam_step_(const char *name, lt_tensor *param, const lt_tensor *gra
   ops_bump_version(exp_avg, "adam_step_");
   ops_bump_version(exp_avg_sq, "adam_step_");
   if (max_exp_avg_sq) ops_bump_version(max_exp_avg_sq, "adam_step_");
+  return LT_OK;
+}
+
+/* ---- multi-tensor steps ---- */
+
+/* "SGD: parameter 3": the op name of index i in messages, counted from 1 as
+ * Lua lists are. */
+static const char *indexed(char *buf, size_t size, const char *name, const char *what,
+                           int64_t i) {
+  snprintf(buf, size, "%s: %s %lld", name, what, (long long)(i + 1));
+  return buf;
+}
+
+#define WHO_BUF 160
+
+static lt_status check_count(const char *name, int64_t n, const void *a, const void *b) {
+  if (n < 1) return lt_error(LT_ERR_ARG, "%s: expected at least one tensor, got an empty list", name);
+  if (!a || !b) return lt_error(LT_ERR_ARG, "%s: expected arrays of %lld tensors, got NULL", name,
+                                (long long)n);
+  return LT_OK;
+}
+
+/* One call runs on one device: t (index i) must be where index 0 is. */
+static lt_status check_same_device(const char *name, const char *what, const lt_tensor *first,
+                                   const lt_tensor *t, int64_t i) {
+  if (lt_device_eq(t->storage->device, first->storage->device)) return LT_OK;
+  char a[16], b[16];
+  return lt_error(LT_ERR_DEVICE, "%s: %s %lld is on %s but %s 1 is on %s (one call takes one device)",
+                  name, what, (long long)(i + 1), lt_device_name(t->storage->device, a), what,
+                  lt_device_name(first->storage->device, b));
+}
+
+/* A written tensor's bytes in its storage, for the overlap check. */
+typedef struct written {
+  const lt_storage *storage;
+  int64_t lo, hi; /* byte range [lo, hi) */
+  int64_t index;
+  const char *what;
+} written;
+
+static written written_of(const lt_tensor *t, int64_t index, const char *what) {
+  const int64_t es = (int64_t)lt_dtype_size(t->dtype);
+  int64_t lo = t->offset * es, hi = lo + es;
+  for (int d = 0; d < t->ndim; d++) {
+    const int64_t span = (t->shape[d] - 1) * t->stride[d] * es;
+    if (span < 0) lo += span; else hi += span;
+  }
+  written w = {t->storage, lo, hi, index, what};
+  return w;
+}
+
+static int written_cmp(const void *va, const void *vb) {
+  const written *a = va, *b = vb;
+  if (a->storage != b->storage) return (uintptr_t)a->storage < (uintptr_t)b->storage ? -1 : 1;
+  if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+/* Adds t (written by the step) to the list unless it is empty. */
+static void add_written(written *list, int64_t *count, const lt_tensor *t, int64_t index,
+                        const char *what) {
+  if (t && lt_numel(t) > 0) list[(*count)++] = written_of(t, index, what);
+}
+
+/* "parameter 2 (its exp_avg)", or found_inf (index -1). */
+static const char *written_label(char *buf, size_t size, const char *kind, const written *w) {
+  if (w->index < 0) snprintf(buf, size, "%s", w->what);
+  else snprintf(buf, size, "%s %lld (%s)", kind, (long long)(w->index + 1), w->what);
+  return buf;
+}
+
+/* The tensors a step writes must not share memory: the kernels of one call
+ * run in any order (in parallel on CUDA), so a repeated parameter would not
+ * be updated twice as two single steps would update it. Sorts list. */
+static lt_status check_disjoint(const char *name, const char *kind, written *list, int64_t count) {
+  qsort(list, (size_t)count, sizeof *list, written_cmp);
+  const written *reach = NULL; /* the range reaching furthest in the current storage */
+  for (int64_t k = 0; k < count; k++) {
+    const written *w = &list[k];
+    if (reach && reach->storage == w->storage && w->lo < reach->hi) {
+      const bool first = reach->index < w->index;
+      char a[WHO_BUF], b[WHO_BUF];
+      return lt_error(LT_ERR_ARG, "%s: %s and %s share memory", name,
+                      written_label(a, sizeof a, kind, first ? w : reach),
+                      written_label(b, sizeof b, kind, first ? reach : w));
+    }
+    if (!reach || reach->storage != w->storage || w->hi > reach->hi) reach = w;
+  }
+  return LT_OK;
+}
+
+/* Contiguous forms of grads[0..n) (references; released by release_all). */
+static lt_status contiguous_all(lt_tensor *const *grads, int64_t n, lt_tensor **out) {
+  for (int64_t i = 0; i < n; i++) {
+    lt_status st = lt_contiguous(grads[i], &out[i]);
+    if (st != LT_OK) {
+      while (i-- > 0) lt_tensor_release(out[i]);
+      return st;
+    }
+  }
+  return LT_OK;
+}
+
+static void release_all(lt_tensor **ts, int64_t n) {
+  for (int64_t i = 0; i < n; i++) lt_tensor_release(ts[i]);
+}
+
+static lt_status no_memory(const char *name) {
+  return lt_error(LT_ERR_OOM, "%s: out of host memory for the step's tensor lists", name);
+}
+
+lt_status lt_sgd_step_many_(const char *name, int64_t n, lt_tensor *const *params,
+                            lt_tensor *const *grads, lt_tensor *const *momentum_buffers,
+                            const bool *init_buffers, const lt_sgd_options *o) {
+  if (!name) name = "SGD";
+  LT_TRY(check_sgd_options(name, o));
+  LT_TRY(check_count(name, n, params, grads));
+  const bool momentum = o->momentum != 0.0;
+  if (momentum && !momentum_buffers)
+    return lt_error(LT_ERR_ARG, "%s: momentum %g needs momentum buffers", name, o->momentum);
+  char who[WHO_BUF];
+  for (int64_t i = 0; i < n; i++) {
+    indexed(who, sizeof who, name, "parameter", i);
+    LT_TRY(check_param(who, params[i]));
+    LT_TRY(check_same_device(name, "parameter", params[0], params[i], i));
+    LT_TRY(check_like_param(who, "the gradient", params[i], grads[i], false));
+    if (!momentum) continue;
+    if (!momentum_buffers[i])
+      return lt_error(LT_ERR_ARG, "%s: momentum %g needs a momentum buffer", who, o->momentum);
+    LT_TRY(check_like_param(who, "the momentum buffer", params[i], momentum_buffers[i], true));
+  }
+  const lt_optim_backend *be = NULL;
+  LT_TRY(optim_backend(name, params[0]->storage->device, &be));
+  written *w = malloc((size_t)n * 2 * sizeof *w);
+  lt_tensor **g = malloc((size_t)n * sizeof *g);
+  bool *init = malloc((size_t)n * sizeof *init);
+  lt_status st = w && g && init ? LT_OK : no_memory(name);
+  if (st == LT_OK) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++) {
+      add_written(w, &count, params[i], i, "the parameter");
+      if (momentum) add_written(w, &count, momentum_buffers[i], i, "its momentum buffer");
+      init[i] = momentum && init_buffers && init_buffers[i];
+    }
+    st = check_disjoint(name, "parameter", w, count);
+  }
+  if (st == LT_OK) st = contiguous_all(grads, n, g);
+  if (st == LT_OK) {
+    st = be->sgd_many(n, params, g, momentum ? momentum_buffers : NULL, init, o);
+    release_all(g, n);
+  }
+  free(w);
+  free(g);
+  free(init);
+  if (st != LT_OK) return st;
+  for (int64_t i = 0; i < n; i++) {
+    ops_bump_version(params[i], "sgd_step_");
+    if (momentum) ops_bump_version(momentum_buffers[i], "sgd_step_");
+  }
+  return LT_OK;
+}
+
+lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *params,
+                             lt_tensor *const *grads, lt_tensor *const *exp_avgs,
+                             lt_tensor *const *exp_avg_sqs, lt_tensor *const *max_exp_avg_sqs,
+                             const int64_t *steps, const lt_adam_options *o) {
+  if (!name) name = o->decoupled_weight_decay ? "AdamW" : "Adam";
+  LT_TRY(check_adam_options(name, o, 1));
+  LT_TRY(check_count(name, n, params, grads));
+  if (!exp_avgs || !exp_avg_sqs || !steps)
+    return lt_error(LT_ERR_ARG, "%s: expected exp_avg, exp_avg_sq and step lists, got NULL", name);
+  if (o->amsgrad && !max_exp_avg_sqs)
+    return lt_error(LT_ERR_ARG, "%s: amsgrad needs max_exp_avg_sq buffers", name);
+  char who[WHO_BUF];
+  for (int64_t i = 0; i < n; i++) {
+    indexed(who, sizeof who, name, "parameter", i);
+    if (steps[i] < 1)
+      return lt_error(LT_ERR_ARG, "%s: invalid step count %lld (steps count from 1)", who,
+                      (long long)steps[i]);
+    LT_TRY(check_param(who, params[i]));
+    LT_TRY(check_same_device(name, "parameter", params[0], params[i], i));
+    LT_TRY(check_like_param(who, "the gradient", params[i], grads[i], false));
+    LT_TRY(check_like_param(who, "exp_avg", params[i], exp_avgs[i], true));
+    LT_TRY(check_like_param(who, "exp_avg_sq", params[i], exp_avg_sqs[i], true));
+    if (!o->amsgrad) continue;
+    if (!max_exp_avg_sqs[i])
+      return lt_error(LT_ERR_ARG, "%s: amsgrad needs a max_exp_avg_sq buffer", who);
+    LT_TRY(check_like_param(who, "max_exp_avg_sq", params[i], max_exp_avg_sqs[i], true));
+  }
+  const lt_optim_backend *be = NULL;
+  LT_TRY(optim_backend(name, params[0]->storage->device, &be));
+  written *w = malloc((size_t)n * 4 * sizeof *w);
+  lt_tensor **g = malloc((size_t)n * sizeof *g);
+  lt_adam_scalars *s = malloc((size_t)n * sizeof *s);
+  lt_status st = w && g && s ? LT_OK : no_memory(name);
+  if (st == LT_OK) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++) {
+      add_written(w, &count, params[i], i, "the parameter");
+      add_written(w, &count, exp_avgs[i], i, "its exp_avg");
+      add_written(w, &count, exp_avg_sqs[i], i, "its exp_avg_sq");
+      if (o->amsgrad) add_written(w, &count, max_exp_avg_sqs[i], i, "its max_exp_avg_sq");
+      /* The same double arithmetic as lt_adam_step_, per parameter. */
+      s[i].beta1 = o->beta1;
+      s[i].beta2 = o->beta2;
+      s[i].eps = o->eps;
+      s[i].weight_decay = o->decoupled_weight_decay ? 0.0 : o->weight_decay;
+      s[i].param_scale = o->decoupled_weight_decay ? 1.0 - o->lr * o->weight_decay : 1.0;
+      s[i].step_size = o->lr / (1.0 - pow(o->beta1, (double)steps[i]));
+      s[i].bias_correction2_sqrt = sqrt(1.0 - pow(o->beta2, (double)steps[i]));
+      s[i].amsgrad = o->amsgrad;
+      s[i].maximize = o->maximize;
+    }
+    st = check_disjoint(name, "parameter", w, count);
+  }
+  if (st == LT_OK) st = contiguous_all(grads, n, g);
+  if (st == LT_OK) {
+    st = be->adam_many(n, params, g, exp_avgs, exp_avg_sqs, o->amsgrad ? max_exp_avg_sqs : NULL,
+                       s);
+    release_all(g, n);
+  }
+  free(w);
+  free(g);
+  free(s);
+  if (st != LT_OK) return st;
+  for (int64_t i = 0; i < n; i++) {
+    ops_bump_version(params[i], "adam_step_");
+    ops_bump_version(exp_avgs[i], "adam_step_");
+    ops_bump_version(exp_avg_sqs[i], "adam_step_");
+    if (o->amsgrad) ops_bump_version(max_exp_avg_sqs[i], "adam_step_");
+  }
+  return LT_OK;
+}
+
+#define UNSCALE "unscale_many"
+
+static bool is_float_dtype(lt_dtype dt) {
+  return dt == LT_FLOAT32 || dt == LT_FLOAT64 || dt == LT_FLOAT16 || dt == LT_BFLOAT16;
+}
+
+lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *found_inf,
+                               float inv_scale) {
+  LT_TRY(check_count(UNSCALE, n, grads, grads));
+  LT_TRY(ops_check_live(UNSCALE, found_inf));
+  char who[WHO_BUF], dn[16];
+  if (found_inf->dtype != LT_FLOAT32 || lt_numel(found_inf) != 1)
+    return lt_error(LT_ERR_ARG,
+                    UNSCALE ": found_inf must be a one-element float32 tensor, got %lld element%s "
+                            "of %s",
+                    (long long)lt_numel(found_inf), lt_numel(found_inf) == 1 ? "" : "s",
+                    lt_dtype_name(found_inf->dtype));
+  for (int64_t i = 0; i < n; i++) {
+    indexed(who, sizeof who, UNSCALE, "gradient", i);
+    LT_TRY(ops_check_live(who, grads[i]));
+    if (!is_float_dtype(grads[i]->dtype))
+      return lt_error(LT_ERR_DTYPE, "%s: gradients must be floating point, got %s", who,
+                      lt_dtype_name(grads[i]->dtype));
+    LT_TRY(check_same_device(UNSCALE, "gradient", grads[0], grads[i], i));
+    LT_TRY(ops_check_writable(who, grads[i]));
+  }
+  if (!lt_device_eq(found_inf->storage->device, grads[0]->storage->device)) {
+    char db[16];
+    return lt_error(LT_ERR_DEVICE, UNSCALE ": found_inf is on %s but the gradients are on %s",
+                    lt_device_name(found_inf->storage->device, dn),
+                    lt_device_name(grads[0]->storage->device, db));
+  }
+  const lt_optim_backend *be = NULL;
+  LT_TRY(optim_backend(UNSCALE, grads[0]->storage->device, &be));
+  written *w = malloc((size_t)(n + 1) * sizeof *w);
+  lt_tensor **g = malloc((size_t)n * sizeof *g);
+  lt_status st = w && g ? LT_OK : no_memory(UNSCALE);
+  if (st == LT_OK) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++) add_written(w, &count, grads[i], i, "a gradient");
+    add_written(w, &count, found_inf, -1, "found_inf");
+    st = check_disjoint(UNSCALE, "gradient", w, count);
+  }
+  /* A strided gradient is unscaled in a contiguous copy that is copied back:
+   * the kernels see contiguous tensors only. */
+  if (st == LT_OK) st = contiguous_all(grads, n, g);
+  if (st == LT_OK) {
+    st = be->unscale_many(n, g, inv_scale, found_inf);
+    for (int64_t i = 0; i < n && st == LT_OK; i++)
+      if (g[i] != grads[i]) st = lt_copy_(grads[i], g[i]);
+    release_all(g, n);
+  }
+  free(w);
+  free(g);
+  if (st != LT_OK) return st;
+  for (int64_t i = 0; i < n; i++) ops_bump_version(grads[i], "unscale_");
+  ops_bump_version(found_inf, "unscale_");
   return LT_OK;
 }

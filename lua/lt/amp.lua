@@ -35,14 +35,12 @@ local function is_finite(x) return x == x and x ~= math.huge and x ~= -math.huge
 
 local READY, UNSCALED, STEPPED = "ready", "unscaled", "stepped"
 
--- Multiplies grad by inv_scale (a float32 value) in place; true when grad
--- held an inf or NaN before. core._optim.unscale_ does both in one pass
--- where the engine has it.
-local unscale_grad = core._optim and core._optim.unscale_ or function(grad, inv_scale)
-  local largest = grad:abs():max():item()
-  grad:mul_(inv_scale)
-  return not is_finite(largest)
-end
+-- For each gradient in a list of parameters' (true: their .grad, read in C
+-- without a Lua handle), grad *= inv_scale (a float32 value) in place, and
+-- found_inf (a float32 tensor of one element) set to 1 where a gradient held
+-- an inf or NaN before; one engine call, no wait for the device.
+local unscale_many = core._optim.unscale_many
+local has_grad = core._optim.has_grad
 
 local GradScaler = {}
 GradScaler.__index = GradScaler
@@ -93,6 +91,8 @@ function GradScaler:_state(optimizer)
   end
   local s = self._per_optimizer[optimizer]
   if s == nil then
+    -- found_inf: a boolean, or nil while unscale_'s flags (a float32 tensor
+    -- per device, in flags) are unread.
     s = { stage = READY, found_inf = false, checked = false }
     self._per_optimizer[optimizer] = s
   end
@@ -121,25 +121,46 @@ function GradScaler:unscale_(optimizer)
   end
   -- PyTorch: self._scale.double().reciprocal().float(), applied in float32.
   local inv_scale = float32(1.0 / self._scale)
+  -- The parameters with a gradient, by device: a gradient has its
+  -- parameter's dtype and device (t.grad refuses others).
+  local lists, order = {}, {}
   for _, group in ipairs(optimizer.param_groups) do
     for _, p in ipairs(group.params) do
-      local grad = p.grad
-      if grad ~= nil and grad.dtype == "float16" then
-        raise("GradScaler:unscale_: Attempting to unscale FP16 gradients.")
+      if has_grad(p) then
+        if p.dtype == "float16" then raise("GradScaler:unscale_: Attempting to unscale FP16 gradients.") end
+        local device = p.device
+        local list = lists[device]
+        if list == nil then
+          list = {}
+          lists[device] = list
+          order[#order + 1] = device
+        end
+        list[#list + 1] = p
       end
     end
   end
-  local found_inf, checked = false, false
-  for _, group in ipairs(optimizer.param_groups) do
-    for _, p in ipairs(group.params) do
-      local grad = p.grad
-      if grad ~= nil then
-        checked = true
-        if unscale_grad(grad, inv_scale) then found_inf = true end
-      end
-    end
+  -- One flag per device, owned here and only read when step() or update()
+  -- needs the answer, so unscaling waits for no device.
+  local flags = {}
+  for i, device in ipairs(order) do
+    local flag = core.zeros({ 1 }, { dtype = "float32", device = device })
+    unscale_many(lists[device], flag, inv_scale, true)
+    flags[i] = flag
   end
-  s.found_inf, s.checked, s.stage = found_inf, checked, UNSCALED
+  s.found_inf, s.flags, s.checked, s.stage = nil, flags, #order > 0, UNSCALED
+end
+
+-- Whether unscale_ found an inf or NaN: reads the flags once (a host sync
+-- per device, as PyTorch's found_inf.item() in step()).
+local function found_inf(s)
+  if s.found_inf == nil then
+    local found = false
+    for _, flag in ipairs(s.flags) do
+      if flag:item() ~= 0 then found = true end
+    end
+    s.found_inf, s.flags = found, nil
+  end
+  return s.found_inf
 end
 
 -- optimizer:step() unless the gradients held an inf or NaN (unscaling them
@@ -154,7 +175,7 @@ function GradScaler:step(optimizer, ...)
   if s.stage == READY then self:unscale_(optimizer) end
   if not s.checked then raise("GradScaler:step: No inf checks were recorded for this optimizer.") end
   s.stage = STEPPED
-  if s.found_inf then return false end
+  if found_inf(s) then return false end
   optimizer:step(...)
   return true
 end
@@ -168,16 +189,16 @@ function GradScaler:update(new_scale)
     if type(new_scale) ~= "number" then raise("GradScaler:update: new_scale must be a number, got " .. type(new_scale)) end
     self._scale = float32(new_scale)
   else
-    local found_inf, any = false, false
+    local found, any = false, false
     for _, s in pairs(self._per_optimizer) do
       if s.checked then
         any = true
-        found_inf = found_inf or s.found_inf
+        found = found or found_inf(s)
       end
     end
     if not any then raise("GradScaler:update: No inf checks were recorded prior to update.") end
     -- torch._amp_update_scale_
-    if found_inf then
+    if found then
       self._scale = float32(self._scale * self._backoff_factor)
       self._growth_tracker = 0
     else

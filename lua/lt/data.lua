@@ -106,10 +106,13 @@ local function dataset_tensors(dataset)
   return tensors, names, n
 end
 
-local LOADER_OPTIONS = { dataset = true, batch_size = true, shuffle = true, seed = true, drop_last = true }
+local LOADER_OPTIONS = { dataset = true, batch_size = true, shuffle = true, seed = true, drop_last = true,
+  pin_memory = true }
 
 --- DataLoader{dataset = {images, labels}, batch_size = 128, shuffle = true,
---- seed = 1, drop_last = false} (or DataLoader(dataset, {batch_size = ...})).
+--- seed = 1, drop_last = false, pin_memory = false} (or DataLoader(dataset,
+--- {batch_size = ...})). pin_memory puts each batch in page-locked memory, from
+--- which t:to("cuda", {non_blocking = true}) copies without waiting.
 --- `for x, y in loader:iter() do` walks one epoch in batches, each a new
 --- tensor gathered along the first dimension; a dataset given as a table with
 --- names yields one table of batches per step instead. Shuffled orders come
@@ -128,7 +131,7 @@ function data.DataLoader(dataset, opts)
   if opts.seed ~= nil and math.type(opts.seed) ~= "integer" then
     error("DataLoader: seed must be an integer, got " .. tostring(opts.seed), 2)
   end
-  for _, flag in ipairs { "shuffle", "drop_last" } do
+  for _, flag in ipairs { "shuffle", "drop_last", "pin_memory" } do
     if opts[flag] ~= nil and type(opts[flag]) ~= "boolean" then
       error(string.format("DataLoader: %s must be a boolean, got %s", flag, type(opts[flag])), 2)
     end
@@ -139,6 +142,7 @@ function data.DataLoader(dataset, opts)
     shuffle = opts.shuffle or false,
     seed = opts.seed,
     drop_last = opts.drop_last or false,
+    pin_memory = opts.pin_memory or false,
     size = n,
     _tensors = tensors,
     _names = names,
@@ -181,7 +185,10 @@ function DataLoader:iter()
     local first = (b - 1) * batch_size + 1
     local index = order:narrow(1, first, math.min(batch_size, size - first + 1))
     local out = {}
-    for i, t in ipairs(tensors) do out[i] = t:index_select(1, index) end
+    for i, t in ipairs(tensors) do
+      out[i] = t:index_select(1, index)
+      if self.pin_memory then out[i] = out[i]:pin_memory() end
+    end
     if names then
       local named = {}
       for i, name in ipairs(names) do named[name] = out[i] end

@@ -98,15 +98,23 @@ function training.load_checkpoint(path, parts)
   return math.tointeger(tonumber(meta.epoch)) or 0
 end
 
+-- t on device (t itself on the CPU); a copy from pinned memory does not wait.
+local function to_device(t, device)
+  if device == nil or device == "cpu" then return t end
+  return t:to(device, {non_blocking = true})
+end
+
 -- Accuracy and mean loss of model over loader, without a graph. prepare turns
--- a batch's images into the model's input.
-function training.evaluate(model, loader, prepare, loss_fn)
+-- a batch's images into the model's input; batches move to device (default
+-- the CPU).
+function training.evaluate(model, loader, prepare, loss_fn, device)
   local lt = require "lt"
   local was_training = model.training
   model:eval()
   local correct, seen, loss_sum = 0, 0, 0.0
   lt.no_grad(function()
     for images, labels in loader:iter() do
+      images, labels = to_device(images, device), to_device(labels, device)
       local logits = model(prepare(images))
       if loss_fn then loss_sum = loss_sum + loss_fn(logits, labels):item() * labels:size(1) end
       correct = correct + logits:argmax(2):eq(labels):sum():item()
@@ -127,9 +135,18 @@ function training.fashion_options(own)
     {"limit", 0, "train on the first N images only (0: all)"},
     {"seed", 1, "random seed (initialisation and shuffling)"},
     {"data", "/usr/share/datasets/fashion-mnist", "directory of the Fashion-MNIST IDX files"},
+    {"device", "", "cpu, cuda or cuda:N (default: lt's --device, else cpu)"},
   }
   for i = #own, 1, -1 do table.insert(spec, 1, own[i]) end
   return spec
+end
+
+-- The device a recipe trains on: --device, else lt's (`lt --device cuda`),
+-- else the CPU.
+function training.device(opts)
+  local lt = require "lt"
+  if opts.device and opts.device ~= "" then return opts.device end
+  return lt.default_device or "cpu"
 end
 
 -- uint8 pixels to the normalised float input (Fashion-MNIST's mean and std).
@@ -137,7 +154,8 @@ function training.fashion_prepare(images)
   return images:float():div_(255):sub_(0.2860):div_(0.3530)
 end
 
--- Seeds lt, sets threads and returns the train and test loaders.
+-- Seeds lt, sets threads and returns the train and test loaders; batches for
+-- a GPU come in pinned memory, so that their copies run asynchronously.
 function training.fashion_loaders(opts)
   local lt = require "lt"
   if opts.threads > 0 then lt.set_num_threads(opts.threads) end
@@ -147,9 +165,10 @@ function training.fashion_loaders(opts)
   if opts.limit > 0 then
     train_x, train_y = train_x:narrow(1, 1, opts.limit), train_y:narrow(1, 1, opts.limit)
   end
+  local pin = training.device(opts) ~= "cpu"
   local train = lt.data.DataLoader({train_x, train_y},
-    {batch_size = opts.batch_size, shuffle = true, seed = opts.seed})
-  local test = lt.data.DataLoader({test_x, test_y}, {batch_size = 1000})
+    {batch_size = opts.batch_size, shuffle = true, seed = opts.seed, pin_memory = pin})
+  local test = lt.data.DataLoader({test_x, test_y}, {batch_size = 1000, pin_memory = pin})
   return train, test
 end
 
@@ -187,7 +206,9 @@ local function train_step(model, optimizer, x, labels, opts, scaler)
     local xb, yb = x, labels
     if parts > 1 then xb, yb = x:narrow(1, first, n), labels:narrow(1, first, n) end
     first = first + n
-    local loss = dtype and lt.autocast({dtype = dtype}, loss_of, xb, yb) or loss_of(xb, yb)
+    local device_type = x.device == "cpu" and "cpu" or "cuda"
+    local loss = dtype and lt.autocast({dtype = dtype, device_type = device_type}, loss_of, xb, yb)
+      or loss_of(xb, yb)
     local weighted = n == n_total and loss or loss * (n / n_total)
     if scaler then weighted = scaler:scale(weighted) end
     weighted:backward()
@@ -207,10 +228,13 @@ end
 -- asked, resuming from one. opts.scheduler (optional) steps once per epoch.
 -- The memory options (training.memory_options; all off by default): opts.amp
 -- ("bf16" | "fp16"), opts.checkpoint_segments (N > 0), opts.accum (K > 1).
+-- Batches move to training.device(opts), where the model must already be
+-- (model:to(training.device(opts)) before the optimizer is made).
 -- Prints "test accuracy 0.XXXX" last; returns it.
 function training.fit(model, optimizer, train, test, opts)
   local progress = require "lt.progress"
   local prepare = opts.prepare or training.fashion_prepare
+  local device = training.device(opts)
   if opts.amp and opts.amp ~= "" and not AMP_DTYPES[opts.amp] then
     error(("--amp must be bf16 or fp16, got '%s'"):format(opts.amp), 0)
   end
@@ -233,11 +257,12 @@ function training.fit(model, optimizer, train, test, opts)
     local loss_sum, steps = 0.0, 0
     train:set_epoch(epoch)
     for images, labels in train:iter() do
+      images, labels = to_device(images, device), to_device(labels, device)
       local l = train_step(model, optimizer, prepare(images), labels, opts, scaler)
       loss_sum, steps = loss_sum + l, steps + 1
       bar:step({loss = l})
     end
-    accuracy = training.evaluate(model, test, prepare)
+    accuracy = training.evaluate(model, test, prepare, nil, device)
     bar:finish({loss = loss_sum / steps, ["test acc"] = accuracy})
     if opts.scheduler then opts.scheduler:step() end
     if opts.checkpoint ~= "" then
@@ -245,7 +270,7 @@ function training.fit(model, optimizer, train, test, opts)
         {model = model, optimizer = optimizer, scheduler = opts.scheduler, epoch = epoch})
     end
   end
-  accuracy = accuracy or training.evaluate(model, test, prepare)
+  accuracy = accuracy or training.evaluate(model, test, prepare, nil, device)
   print(("test accuracy %.4f"):format(accuracy))
   return accuracy
 end

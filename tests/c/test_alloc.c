@@ -601,10 +601,20 @@ typedef struct fake_device {
   size_t capacity, used;
   int allocs, frees;
   size_t last_free_size;
+  int last_index; /* the device number of the last raw call */
 } fake_device;
 
-static void *fake_alloc(void *ctx, size_t nbytes) {
+static bool fake_mem_info(void *ctx, int index, size_t *free_bytes, size_t *total_bytes) {
   fake_device *d = ctx;
+  (void)index;
+  *total_bytes = d->capacity;
+  *free_bytes = d->capacity - d->used;
+  return true;
+}
+
+static void *fake_alloc(void *ctx, int index, size_t nbytes) {
+  fake_device *d = ctx;
+  d->last_index = index;
   if (d->used + nbytes > d->capacity) return NULL;
   void *p = malloc(nbytes);
   if (p) {
@@ -614,8 +624,9 @@ static void *fake_alloc(void *ctx, size_t nbytes) {
   return p;
 }
 
-static void fake_free(void *ctx, void *ptr, size_t nbytes) {
+static void fake_free(void *ctx, int index, void *ptr, size_t nbytes) {
   fake_device *d = ctx;
+  d->last_index = index;
   free(ptr);
   d->used -= nbytes;
   d->frees++;
@@ -631,11 +642,16 @@ static void test_fake_device_backend(void) {
   CHECK(strstr(lt_last_error(), "cuda:3") != NULL);
 
   fake_device fd = {.capacity = 30 * MiB};
-  lt_raw_allocator raw = {fake_alloc, fake_free, &fd, 30 * MiB};
+  lt_raw_allocator raw = {fake_alloc, fake_free, fake_mem_info, &fd};
   lt_alloc_set_backend(LT_DEVICE_CUDA, &raw);
   held a = must_alloc_on(dev, 5 * MiB, LT_CAT_PARAMETER); /* 20 MiB segment */
   CHECK_EQ_INT(fd.allocs, 1);
   CHECK_EQ_INT(fd.used, 20 * MiB);
+  CHECK_EQ_INT(fd.last_index, 3); /* the raw allocator is told which device */
+  size_t dev_free = 0, dev_total = 0; /* the driver's view, beside lt's */
+  CHECK(lt_device_memory_info(dev, &dev_free, &dev_total));
+  CHECK_EQ_INT(dev_total, 30 * MiB);
+  CHECK_EQ_INT(dev_free, 10 * MiB);
   lt_memory_stats s = stats_of(dev);
   CHECK_EQ_INT(s.reserved_bytes[LT_POOL_ALL].current, 20 * MiB);
   CHECK_EQ_INT(s.num_device_allocs, 1);

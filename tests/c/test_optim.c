@@ -1,7 +1,10 @@
 /* The engine's optimizer steps: validation messages (the Lua layer cannot
  * reach some of them: t.grad refuses a mismatched gradient), a
- * non-contiguous gradient, and the float64 path against a hand computation. */
+ * non-contiguous gradient, the float64 path against a hand computation, and
+ * the multi-tensor steps against the single ones (bit for bit), their
+ * refusals (nothing written) and GradScaler's unscale_many. */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "check.h"
@@ -93,9 +96,146 @@ static void test_adam_float64(void) {
   lt_tensor_release(ints);
 }
 
+/* ---- multi-tensor steps ---- */
+
+#define NT 4
+
+static lt_tensor *randn(int64_t n, lt_dtype dt) {
+  lt_tensor *t = NULL, *f = NULL;
+  int64_t s[] = {n};
+  CHECK(lt_zeros(s, 1, LT_FLOAT32, lt_cpu(), &f) == LT_OK);
+  CHECK(lt_normal_(f, 0.0, 1.0) == LT_OK);
+  CHECK(lt_to_dtype(f, dt, true, &t) == LT_OK);
+  lt_tensor_release(f);
+  return t;
+}
+
+static lt_tensor *clone(const lt_tensor *t) {
+  lt_tensor *c = NULL;
+  CHECK(lt_clone(t, &c) == LT_OK);
+  return c;
+}
+
+static bool same_bytes(const lt_tensor *a, const lt_tensor *b) {
+  return lt_nbytes(a) == lt_nbytes(b) && memcmp(lt_data(a), lt_data(b), lt_nbytes(a)) == 0;
+}
+
+static const int64_t many_sizes[NT] = {5, 40000, 1, 3};
+static const lt_dtype many_dtypes[NT] = {LT_FLOAT32, LT_FLOAT64, LT_BFLOAT16, LT_FLOAT32};
+
+static void test_many_equal_single(void) {
+  lt_manual_seed(11);
+  lt_tensor *p[2][NT], *g[NT], *m[2][NT], *v[2][NT], *x[2][NT];
+  for (int i = 0; i < NT; i++) {
+    p[0][i] = randn(many_sizes[i], many_dtypes[i]);
+    g[i] = randn(many_sizes[i], many_dtypes[i]);
+    m[0][i] = randn(many_sizes[i], many_dtypes[i]);
+    v[0][i] = randn(many_sizes[i], many_dtypes[i]);
+    CHECK(lt_binary_(LT_OP_MUL, v[0][i], v[0][i]) == LT_OK); /* exp_avg_sq is never negative */
+    x[0][i] = clone(v[0][i]);
+    p[1][i] = clone(p[0][i]);
+    m[1][i] = clone(m[0][i]);
+    v[1][i] = clone(v[0][i]);
+    x[1][i] = clone(x[0][i]);
+  }
+  const int64_t steps[NT] = {1, 7, 3, 2};
+  lt_adam_options o = {.lr = 0.01, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1,
+                       .amsgrad = true, .maximize = true};
+  for (int i = 0; i < NT; i++)
+    CHECK(lt_adam_step_(NULL, p[0][i], g[i], m[0][i], v[0][i], x[0][i], steps[i], &o) == LT_OK);
+  CHECK(lt_adam_step_many_(NULL, NT, p[1], g, m[1], v[1], x[1], steps, &o) == LT_OK);
+  for (int i = 0; i < NT; i++) {
+    CHECK(same_bytes(p[0][i], p[1][i]));
+    CHECK(same_bytes(m[0][i], m[1][i]));
+    CHECK(same_bytes(v[0][i], v[1][i]));
+    CHECK(same_bytes(x[0][i], x[1][i]));
+  }
+  /* SGD with nesterov momentum: the first step initialises the buffers
+   * (m as momentum buffers here), the second decays them. */
+  lt_sgd_options so = {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true};
+  for (int k = 0; k < 2; k++) {
+    const bool init[NT] = {k == 0, k == 0, k == 0, k == 0};
+    for (int i = 0; i < NT; i++)
+      CHECK(lt_sgd_step_("SGD", p[0][i], g[i], m[0][i], init[i], &so) == LT_OK);
+    CHECK(lt_sgd_step_many_("SGD", NT, p[1], g, m[1], init, &so) == LT_OK);
+  }
+  for (int i = 0; i < NT; i++) {
+    CHECK(same_bytes(p[0][i], p[1][i]));
+    CHECK(same_bytes(m[0][i], m[1][i]));
+  }
+  for (int i = 0; i < NT; i++) {
+    lt_tensor_release(g[i]);
+    for (int k = 0; k < 2; k++) {
+      lt_tensor_release(p[k][i]);
+      lt_tensor_release(m[k][i]);
+      lt_tensor_release(v[k][i]);
+      lt_tensor_release(x[k][i]);
+    }
+  }
+}
+
+static void test_many_refusals(void) {
+  int64_t s2[] = {2}, s3[] = {3};
+  lt_tensor *p[2] = {filled(s2, 1, LT_FLOAT32, 1.0), filled(s3, 1, LT_FLOAT32, 1.0)};
+  lt_tensor *g[2] = {filled(s2, 1, LT_FLOAT32, 1.0), filled(s2, 1, LT_FLOAT32, 1.0)};
+  lt_sgd_options o = {.lr = 0.5};
+  CHECK(lt_sgd_step_many_("SGD", 2, p, g, NULL, NULL, &o) == LT_ERR_SHAPE);
+  CHECK_EQ_STR(lt_last_error(),
+               "SGD: parameter 2: the gradient has shape [2] but the parameter has shape [3]");
+  CHECK(((float *)lt_data(p[0]))[0] == 1.0f); /* parameter 1 was not stepped */
+  CHECK(lt_sgd_step_many_("SGD", 0, p, g, NULL, NULL, &o) == LT_ERR_ARG);
+  CHECK_EQ_STR(lt_last_error(), "SGD: expected at least one tensor, got an empty list");
+  lt_tensor *twice[2] = {p[0], p[0]};
+  lt_tensor *g2[2] = {g[0], g[1]};
+  CHECK(lt_sgd_step_many_("SGD", 2, twice, g2, NULL, NULL, &o) == LT_ERR_ARG);
+  CHECK_EQ_STR(lt_last_error(),
+               "SGD: parameter 2 (the parameter) and parameter 1 (the parameter) share memory");
+  CHECK(((float *)lt_data(p[0]))[1] == 1.0f);
+  lt_tensor *m[2] = {filled(s2, 1, LT_FLOAT32, 0.0), filled(s3, 1, LT_FLOAT64, 0.0)};
+  lt_tensor *gg[2] = {g[0], filled(s3, 1, LT_FLOAT32, 1.0)};
+  lt_adam_options ao = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+  const int64_t steps[2] = {1, 1};
+  CHECK(lt_adam_step_many_(NULL, 2, p, gg, m, m, NULL, steps, &ao) == LT_ERR_DTYPE);
+  CHECK_EQ_STR(lt_last_error(),
+               "Adam: parameter 2: exp_avg has dtype float64 but the parameter has dtype float32");
+  CHECK(((float *)lt_data(p[0]))[0] == 1.0f && ((float *)lt_data(m[0]))[0] == 0.0f);
+  for (int i = 0; i < 2; i++) {
+    lt_tensor_release(p[i]);
+    lt_tensor_release(g[i]);
+    lt_tensor_release(m[i]);
+  }
+  lt_tensor_release(gg[1]);
+}
+
+static void test_unscale_many(void) {
+  int64_t s3[] = {3}, s1[] = {1};
+  lt_tensor *a = filled(s3, 1, LT_FLOAT32, 8.0), *b = filled(s3, 1, LT_BFLOAT16, 4.0);
+  lt_tensor *found = filled(s1, 1, LT_FLOAT32, 0.0);
+  lt_tensor *gs[2] = {a, b};
+  CHECK(lt_amp_unscale_many_(2, gs, found, 0.25f) == LT_OK);
+  CHECK(((float *)lt_data(a))[2] == 2.0f);
+  CHECK(((float *)lt_data(found))[0] == 0.0f);
+  ((float *)lt_data(a))[1] = NAN;
+  CHECK(lt_amp_unscale_many_(2, gs, found, 0.5f) == LT_OK);
+  CHECK(((float *)lt_data(found))[0] == 1.0f);
+  CHECK(((float *)lt_data(a))[0] == 1.0f); /* scaled all the same */
+  lt_tensor *f64 = filled(s1, 1, LT_FLOAT64, 0.0);
+  CHECK(lt_amp_unscale_many_(2, gs, f64, 0.5f) == LT_ERR_ARG);
+  CHECK(strstr(lt_last_error(), "unscale_many: found_inf must be a one-element float32 tensor") !=
+        NULL);
+  CHECK(((float *)lt_data(a))[0] == 1.0f);
+  lt_tensor_release(a);
+  lt_tensor_release(b);
+  lt_tensor_release(found);
+  lt_tensor_release(f64);
+}
+
 int main(void) {
   test_sgd_validation();
   test_sgd_transposed_grad();
   test_adam_float64();
+  test_many_equal_single();
+  test_many_refusals();
+  test_unscale_many();
   return check_summary("test_optim");
 }

@@ -31,17 +31,37 @@ typedef enum lt_category {
 
 const char *lt_category_name(lt_category c); /* "parameter", ... */
 
-/* A device's raw memory: alloc returns NULL when the device has no room. */
+/* A device's raw memory: alloc returns NULL when the device has no room.
+ * index is the device's number (N of cuda:N; 0 for the CPU, 1 for its pinned
+ * pool), so that one raw allocator serves every device of its type whatever
+ * device is current. */
 typedef struct lt_raw_allocator {
-  void *(*alloc)(void *ctx, size_t nbytes);
-  void (*free)(void *ctx, void *ptr, size_t nbytes);
+  void *(*alloc)(void *ctx, int index, size_t nbytes);
+  void (*free)(void *ctx, int index, void *ptr, size_t nbytes);
+  /* The device's free and total bytes as its driver sees them (cudaMemGetInfo;
+   * for the CPU, available and physical memory); false when unknown. May be
+   * NULL. */
+  bool (*mem_info)(void *ctx, int index, size_t *free_bytes, size_t *total_bytes);
   void *ctx;
-  size_t total_bytes; /* device capacity, for fractional limits; 0 if unknown */
 } lt_raw_allocator;
 
 /* Installs the raw allocator of a device type (the CPU's is installed by
  * default; CUDA installs its own when it starts). */
 void lt_alloc_set_backend(lt_device_type type, const lt_raw_allocator *raw);
+
+/* Page-locked ("pinned") host memory, from which a GPU copies asynchronously
+ * and at full bus speed, is pooled by the same caching allocator in a slot of
+ * its own: lt_pinned_pool(). Its raw allocator (cudaHostAlloc) is installed
+ * by the CUDA backend; without one, pinning fails with LT_ERR_DEVICE. Tensors
+ * over it are CPU tensors; the slot only keeps its bytes and statistics apart
+ * (as PyTorch's CachingHostAllocator). */
+static inline lt_device lt_pinned_pool(void) { lt_device d = {LT_DEVICE_CPU, 1}; return d; }
+void lt_alloc_set_pinned_backend(const lt_raw_allocator *raw);
+
+/* The free and total bytes of dev as its driver reports them (for the CPU:
+ * available and physical memory), so that lt's figures can be set beside
+ * nvidia-smi's; false (and zeros) when unknown. */
+bool lt_device_memory_info(lt_device dev, size_t *free_bytes, size_t *total_bytes);
 
 typedef struct lt_block lt_block; /* opaque: one allocation */
 

@@ -14,6 +14,16 @@ int lt_cuda_current_device(void);
 lt_status lt_cuda_set_device(int index);
 lt_status lt_cuda_synchronize(void);
 
+/* TensorFloat-32 tensor-core math for float32 GEMMs (matmul, linear) and for
+ * cuDNN convolutions, as torch.backends.cuda.matmul.allow_tf32 and
+ * torch.backends.cudnn.allow_tf32. Both are off by default in lt (an opt-in):
+ * float32 results then agree with the CPU's to float32 rounding; on, they
+ * keep about 10 mantissa bits of each product and run several times faster. */
+void lt_cuda_set_matmul_tf32(bool on);
+bool lt_cuda_matmul_tf32(void);
+void lt_cuda_set_cudnn_tf32(bool on);
+bool lt_cuda_cudnn_tf32(void);
+
 /* The CUDA slot starts (raw allocator and kernel table installed) the first
  * time lt_cuda_device_count finds a device, which every path to a CUDA tensor
  * goes through (device parsing, availability checks). */

@@ -81,6 +81,16 @@ lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src);
  * the same and copy is false). */
 lt_status lt_to_dtype(const lt_tensor *t, lt_dtype dt, bool copy, lt_tensor **out);
 lt_status lt_to_device(const lt_tensor *t, lt_device dev, lt_tensor **out);
+/* lt_to_device; non_blocking lets a copy between pinned host memory and a GPU
+ * return before it is done (torch's non_blocking=True): the GPU's later work
+ * is ordered after it, and host code must lt_cuda_synchronize before reading
+ * a pinned destination. Other copies ignore the flag. */
+lt_status lt_to_device_ex(const lt_tensor *t, lt_device dev, bool non_blocking, lt_tensor **out);
+/* t in page-locked host memory (t itself when it already is), for fast and
+ * asynchronous copies to a GPU (torch's pin_memory). t must be on the CPU;
+ * fails with LT_ERR_DEVICE when no CUDA device is there to pin for. */
+lt_status lt_pin_memory(const lt_tensor *t, lt_tensor **out);
+bool lt_is_pinned(const lt_tensor *t);
 lt_status lt_clone(const lt_tensor *t, lt_tensor **out);
 
 /* ---- reductions ----

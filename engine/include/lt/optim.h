@@ -42,4 +42,40 @@ lt_status lt_adam_step_(const char *name, lt_tensor *param, const lt_tensor *gra
                         lt_tensor *exp_avg, lt_tensor *exp_avg_sq, lt_tensor *max_exp_avg_sq,
                         int64_t step, const lt_adam_options *o);
 
+/* ---- multi-tensor steps ----
+ * The steps above over n parameters at once: the device's kernels are
+ * called once (on CUDA a launch covers many tensors), with results
+ * bit-identical to the single steps run for index 0, 1, ... in turn.
+ * Everything is checked before anything is written: on an error no tensor
+ * has changed. Messages name the op and the offending parameter, counted
+ * from 1 ("SGD: parameter 2: the gradient has shape ..."). All tensors of a
+ * call must be on one device; each index has its own shape and dtype; a
+ * parameter must not appear twice. grads[i] may be any view (a contiguous
+ * copy is made where needed). */
+
+/* momentum_buffers is NULL when o->momentum is 0; init_buffers[i] as the
+ * single step's init_buffer (NULL: none is new). */
+lt_status lt_sgd_step_many_(const char *name, int64_t n, lt_tensor *const *params,
+                            lt_tensor *const *grads, lt_tensor *const *momentum_buffers,
+                            const bool *init_buffers, const lt_sgd_options *o);
+
+/* steps[i] is parameter i's step count after this step (counts differ when
+ * parameters got gradients in different steps); max_exp_avg_sqs is used
+ * (and required) only with amsgrad. */
+lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *params,
+                             lt_tensor *const *grads, lt_tensor *const *exp_avgs,
+                             lt_tensor *const *exp_avg_sqs, lt_tensor *const *max_exp_avg_sqs,
+                             const int64_t *steps, const lt_adam_options *o);
+
+/* GradScaler's unscale: grads[i] *= inv_scale in place (a float32 value;
+ * float for float32/float16/bfloat16 gradients, double for float64, as
+ * mul_), and found_inf (a one-element float32 tensor on the gradients'
+ * device) set to 1 when any element was inf or NaN before scaling. found_inf
+ * is never reset here: the caller zeroes it, and may gather several calls
+ * in it. On CUDA nothing waits for the device. Gradients must be writable
+ * (not expanded) and distinct. As PyTorch's
+ * torch._amp_foreach_non_finite_check_and_unscale_. */
+lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *found_inf,
+                               float inv_scale);
+
 #endif

@@ -28,6 +28,10 @@ typedef struct lt_storage {
   uint64_t version; /* bumped by every in-place write (autograd checks it) */
   const char *last_inplace_op; /* the op of the latest write ("relu_"), a static
                                   string, for autograd's messages; NULL if none */
+  bool pinned;        /* host memory from the pinned pool (device stays the CPU) */
+  void *pending_copy; /* a device backend's marker (a CUDA event) of an
+                         asynchronous copy still reading or writing these
+                         bytes; the release waits for it. NULL if none */
 } lt_storage;
 
 struct lt_autograd_meta; /* engine/autograd: grad_fn, hooks (NULL if none) */
@@ -48,8 +52,11 @@ typedef struct lt_tensor {
                    propagate to the base */
 } lt_tensor;
 
-/* Storage */
+/* Storage. dev lt_pinned_pool() (lt/alloc.h) gives a pinned CPU storage. */
 lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_storage **out);
+/* Installed by a device backend: waits for and discards a storage's
+ * pending_copy marker (a release must not hand out bytes a copy still uses). */
+void lt_storage_set_pending_wait(void (*wait)(void *marker));
 void lt_storage_retain(lt_storage *s);
 /* Drops a reference; returns the bytes given back to the allocator (0 while
  * other references remain). */

@@ -6,7 +6,7 @@
 local core = require "lt.core"
 local Optimizer = require "lt.optim.optimizer"
 
-local adam_step = core._optim.adam_step
+local adam_many = core._optim.adam_many
 
 local function define(name, weight_decay, decoupled)
   local cls = Optimizer:extend(name, {
@@ -49,26 +49,37 @@ local function check(self, group)
   end
 end
 
-local function update(self, p, grad, s, group)
-  local m, v = s.exp_avg, s.exp_avg_sq
-  if m == nil then
-    m = Optimizer.new_buffer(p)
-    v = Optimizer.new_buffer(p)
-    s.exp_avg, s.exp_avg_sq = m, v
+-- One step of params (all with a gradient, on one device) in one engine
+-- call; each parameter keeps its own step count (one that got no gradient
+-- in some step is behind the others).
+local function update_many(self, params, group)
+  local state, amsgrad = self.state, group.amsgrad
+  local ms, vs, vmaxs, steps = {}, {}, amsgrad and {} or nil, {}
+  for i, p in ipairs(params) do
+    local s = state[p]
+    local m, v = s.exp_avg, s.exp_avg_sq
+    if m == nil then
+      m = Optimizer.new_buffer(p)
+      v = Optimizer.new_buffer(p)
+      s.exp_avg, s.exp_avg_sq = m, v
+    end
+    if amsgrad then
+      local vmax = s.max_exp_avg_sq
+      if vmax == nil then
+        vmax = Optimizer.new_buffer(p)
+        s.max_exp_avg_sq = vmax
+      end
+      vmaxs[i] = vmax
+    end
+    ms[i], vs[i], steps[i] = m, v, s.step + 1
   end
-  local vmax = s.max_exp_avg_sq
-  if group.amsgrad and vmax == nil then
-    vmax = Optimizer.new_buffer(p)
-    s.max_exp_avg_sq = vmax
-  end
-  local step = s.step + 1
   local betas = group.betas
-  adam_step(self.name, p, grad, m, v, group.amsgrad and vmax or nil, step, group.lr, betas[1], betas[2],
-    group.eps, group.weight_decay, group.amsgrad, self.decoupled, group.maximize)
-  s.step = step
+  adam_many(self.name, params, true, ms, vs, vmaxs, steps, group.lr, betas[1], betas[2], group.eps,
+    group.weight_decay, amsgrad, self.decoupled, group.maximize)
+  for i, p in ipairs(params) do state[p].step = steps[i] end
 end
 
-Adam.check, Adam.update = check, update
-AdamW.check, AdamW.update = check, update
+Adam.check, Adam.update_many = check, update_many
+AdamW.check, AdamW.update_many = check, update_many
 
 return { Adam = Adam, AdamW = AdamW }

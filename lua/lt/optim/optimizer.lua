@@ -1,7 +1,9 @@
 -- The optimizer base: parameter groups, lazily allocated state, zero_grad,
 -- state_dict/load_state_dict and state_bytes. A concrete optimizer (sgd.lua,
 -- adam.lua) supplies its defaults, its option checks, the names of its state
--- buffers and the update of one parameter (a fused kernel of lt.core._optim).
+-- buffers and update_many, the update of a list of parameters on one device
+-- (one multi-tensor kernel call of lt.core._optim), or update, the update
+-- of one parameter.
 local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
@@ -127,26 +129,50 @@ function Optimizer:num_params()
   return n
 end
 
+-- The parameters of group that have a gradient, as lists by device (one
+-- engine call takes one device) in the order the devices first appear, each
+-- with its state (created on its first step).
+local function with_grads(state, group)
+  local lists, order = nil, nil
+  for _, p in ipairs(group.params) do
+    -- has_grad, not p.grad: reading p.grad here would make a Lua handle that
+    -- keeps the gradient alive after zero_grad.
+    if has_grad(p) then
+      if state[p] == nil then state[p] = { step = 0 } end
+      local device = p.device
+      if lists == nil then lists, order = {}, {} end
+      local list = lists[device]
+      if list == nil then
+        list = {}
+        lists[device] = list
+        order[#order + 1] = device
+      end
+      list[#list + 1] = p
+    end
+  end
+  return lists, order
+end
+
 local function step_groups(self)
   local state = self.state
   for _, group in ipairs(self.param_groups) do
-    for _, p in ipairs(group.params) do
-      -- `true` asks the kernel to read p's gradient in C: reading p.grad here
-      -- would make a Lua handle that keeps the gradient alive after zero_grad.
-      if has_grad(p) then
-        local s = state[p]
-        if s == nil then
-          s = { step = 0 }
-          state[p] = s
+    local lists, order = with_grads(state, group)
+    if lists ~= nil then
+      for _, device in ipairs(order) do
+        local params = lists[device]
+        if self.update_many then
+          self:update_many(params, group)
+        else
+          -- `true` asks the kernel to read p's gradient in C (see with_grads).
+          for _, p in ipairs(params) do self:update(p, true, state[p], group) end
         end
-        self:update(p, true, s, group)
       end
     end
   end
 end
 
 -- The update: for each parameter with a gradient, its state (allocated on
--- its first step) and the class's fused step. closure, if given, is called
+-- its first step) and the class's fused step, one call per group and device. closure, if given, is called
 -- first (it recomputes the loss) and its result returned. A kernel's error
 -- (a learning rate made negative since construction) is raised again at the
 -- script's line, without the library position luaL_error put in front.

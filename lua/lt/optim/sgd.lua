@@ -5,7 +5,7 @@
 local core = require "lt.core"
 local Optimizer = require "lt.optim.optimizer"
 
-local sgd_step = core._optim.sgd_step
+local sgd_many = core._optim.sgd_many
 
 local SGD = Optimizer:extend("SGD", {
   lr = Optimizer.required,
@@ -36,16 +36,27 @@ function SGD:check(group)
   end
 end
 
-function SGD:update(p, grad, s, group)
-  local momentum = group.momentum
-  -- PyTorch starts the buffer at the first gradient: the kernel writes it
-  -- whole, so it is allocated uninitialised and kept only once written.
-  local fresh = momentum ~= 0 and s.momentum_buffer == nil
-  local buf = fresh and Optimizer.new_buffer(p, false) or s.momentum_buffer
-  sgd_step(self.name, p, grad, momentum ~= 0 and buf or nil, fresh, group.lr, momentum, group.dampening,
-    group.weight_decay, group.nesterov, group.maximize)
-  if fresh then s.momentum_buffer = buf end
-  s.step = s.step + 1
+-- One step of params (all with a gradient, on one device) in one engine call.
+function SGD:update_many(params, group)
+  local state, momentum = self.state, group.momentum
+  local bufs, fresh
+  if momentum ~= 0 then
+    -- PyTorch starts a buffer at the first gradient: the kernel writes it
+    -- whole, so it is allocated uninitialised and kept only once written.
+    bufs, fresh = {}, {}
+    for i, p in ipairs(params) do
+      local buf = state[p].momentum_buffer
+      fresh[i] = buf == nil
+      bufs[i] = buf or Optimizer.new_buffer(p, false)
+    end
+  end
+  sgd_many(self.name, params, true, bufs, fresh, group.lr, momentum, group.dampening, group.weight_decay,
+    group.nesterov, group.maximize)
+  for i, p in ipairs(params) do
+    local s = state[p]
+    if fresh and fresh[i] then s.momentum_buffer = bufs[i] end
+    s.step = s.step + 1
+  end
 end
 
 return SGD

@@ -1,0 +1,370 @@
+// The CUDA optimizer table: SGD, Adam/AdamW and GradScaler's unscale, each
+// over a list of tensors with few launches (multi-tensor apply, as PyTorch's
+// foreach kernels): a launch gets up to MAX tensors' pointers and sizes and a
+// table of chunks (tensor slot, chunk number) in its parameter struct, one
+// block per chunk, and a list longer than that takes several launches. The
+// single-tensor entries are the same launches with one tensor.
+//
+// The per-element arithmetic repeats engine/cpu/cpu_optim.c operation by
+// operation, in float for float32 and the 16-bit types (loaded to float,
+// rounded once when stored) and in double for float64. Every operation uses
+// a round-to-nearest intrinsic (__fmul_rn, __fadd_rn, ...), which nvcc never
+// contracts into an fma: the CPU build does not fuse either, so both devices
+// round the same intermediate results.
+#include "cuda/cuda_convert.cuh"
+
+extern "C" {
+#include "core/optim_backend.h"
+}
+
+// ---- rounding arithmetic, one overload per compute type ----
+
+__device__ inline float op_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ inline float op_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline float op_div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ inline float op_sqrt(float a) { return __fsqrt_rn(a); }
+__device__ inline double op_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ inline double op_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline double op_div(double a, double b) { return __ddiv_rn(a, b); }
+__device__ inline double op_sqrt(double a) { return __dsqrt_rn(a); }
+
+// The compute type and element size of a storage dtype (a template constant,
+// so cuda_load/cuda_store's switch folds away).
+template <int DT> struct optim_elem {
+  typedef float C;
+  static const int size = 2;
+};
+template <> struct optim_elem<LT_FLOAT32> {
+  typedef float C;
+  static const int size = 4;
+};
+template <> struct optim_elem<LT_FLOAT64> {
+  typedef double C;
+  static const int size = 8;
+};
+
+// ---- the launch tables ----
+
+// Elements per chunk (one block each). Big enough that the table stays
+// small; a block strides over its chunk.
+#define OPTIM_CHUNK 65536
+// Chunks per launch: the grid, and the table's length.
+#define OPTIM_BLOCKS 256
+
+// Tensors per launch for a given number of pointers per tensor, sized so
+// that each struct, with the other arguments, stays under the 4 KiB kernel
+// parameter limit (checked below).
+template <int DEPTH> struct optim_list {
+  static const int MAX = DEPTH == 1 ? 110 : DEPTH <= 3 ? 48 : 36;
+  char *ptr[DEPTH][MAX];
+  int64_t numel[MAX];
+  uint8_t slot_of_block[OPTIM_BLOCKS];
+  int32_t chunk_of_block[OPTIM_BLOCKS];
+};
+
+struct sgd_list {
+  optim_list<3> t; // param, grad, momentum buffer (NULL without momentum)
+  uint8_t init[optim_list<3>::MAX];
+};
+
+struct adam_list {
+  optim_list<5> t; // param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq
+  double step_size[optim_list<5>::MAX];
+  double bias_correction2_sqrt[optim_list<5>::MAX];
+};
+
+// The options every tensor of a launch shares.
+struct sgd_common {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, maximize, has_buf;
+};
+
+struct adam_common {
+  double beta1, beta2, eps, weight_decay, param_scale;
+  bool amsgrad, maximize;
+};
+
+static_assert(sizeof(sgd_list) + sizeof(sgd_common) <= 4000, "SGD launch arguments over 4 KiB");
+static_assert(sizeof(adam_list) + sizeof(adam_common) <= 4000, "Adam launch arguments over 4 KiB");
+static_assert(sizeof(optim_list<1>) + 16 <= 4000, "unscale launch arguments over 4 KiB");
+
+// The element range [begin, end) of this block's chunk and its tensor slot.
+template <int DEPTH>
+__device__ inline int chunk_range(const optim_list<DEPTH> &t, int64_t *begin, int64_t *end) {
+  const int slot = t.slot_of_block[blockIdx.x];
+  *begin = (int64_t)t.chunk_of_block[blockIdx.x] * OPTIM_CHUNK;
+  const int64_t stop = *begin + OPTIM_CHUNK;
+  *end = stop < t.numel[slot] ? stop : t.numel[slot];
+  return slot;
+}
+
+// ---- kernels ----
+
+// SGD_BODY of cpu_optim.c: d_p (maximize, weight decay), the momentum buffer
+// (set to d_p on its first step), nesterov, p += -lr * d_p.
+template <int DT> __global__ void sgd_kernel(sgd_list l, sgd_common o) {
+  typedef typename optim_elem<DT>::C C;
+  const int ES = optim_elem<DT>::size;
+  int64_t begin, end;
+  const int slot = chunk_range(l.t, &begin, &end);
+  char *p = l.t.ptr[0][slot], *b = o.has_buf ? l.t.ptr[2][slot] : NULL;
+  const char *g = l.t.ptr[1][slot];
+  const bool init = l.init[slot] != 0;
+  const C wd = (C)o.weight_decay, mom = (C)o.momentum;
+  const C keep = (C)(1.0 - o.dampening), neg_lr = (C)(-o.lr);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const int64_t at = i * ES;
+    const C pi = cuda_load<C>(p + at, DT);
+    const C gi = cuda_load<C>(g + at, DT);
+    C d = o.maximize ? -gi : gi;
+    if (o.weight_decay != 0.0) d = op_add(d, op_mul(wd, pi));
+    if (b) {
+      C bi = init ? d : op_mul(cuda_load<C>(b + at, DT), mom);
+      if (!init) bi = op_add(bi, op_mul(keep, d));
+      cuda_store<C>(b + at, DT, bi);
+      d = o.nesterov ? op_add(d, op_mul(mom, bi)) : bi;
+    }
+    cuda_store<C>(p + at, DT, op_add(pi, op_mul(neg_lr, d)));
+  }
+}
+
+// ADAM_BODY of cpu_optim.c, with this tensor's step_size and bias correction.
+template <int DT> __global__ void adam_kernel(adam_list l, adam_common s) {
+  typedef typename optim_elem<DT>::C C;
+  const int ES = optim_elem<DT>::size;
+  int64_t begin, end;
+  const int slot = chunk_range(l.t, &begin, &end);
+  char *p = l.t.ptr[0][slot], *m = l.t.ptr[2][slot], *v = l.t.ptr[3][slot];
+  char *vmax = s.amsgrad ? l.t.ptr[4][slot] : NULL;
+  const char *g = l.t.ptr[1][slot];
+  const C b1 = (C)s.beta1, b2 = (C)s.beta2;
+  const C omb1 = (C)(1.0 - s.beta1), omb2 = (C)(1.0 - s.beta2);
+  const C wd = (C)s.weight_decay, scale = (C)s.param_scale;
+  const C bc2 = (C)l.bias_correction2_sqrt[slot], eps = (C)s.eps;
+  const C neg_step = (C)(-l.step_size[slot]);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const int64_t at = i * ES;
+    C gi = cuda_load<C>(g + at, DT);
+    if (s.maximize) gi = -gi;
+    C pi = cuda_load<C>(p + at, DT);
+    if (s.param_scale != 1.0) pi = op_mul(pi, scale);
+    if (s.weight_decay != 0.0) gi = op_add(gi, op_mul(wd, pi));
+    C mi = op_mul(cuda_load<C>(m + at, DT), b1);
+    mi = op_add(mi, op_mul(omb1, gi));
+    C vi = op_mul(cuda_load<C>(v + at, DT), b2);
+    vi = op_add(vi, op_mul(op_mul(omb2, gi), gi));
+    cuda_store<C>(m + at, DT, mi);
+    cuda_store<C>(v + at, DT, vi);
+    if (vmax) {
+      C x = cuda_load<C>(vmax + at, DT);
+      if (vi > x || vi != vi) x = vi; // NaN propagates, as torch.maximum
+      cuda_store<C>(vmax + at, DT, x);
+      vi = x;
+    }
+    const C denom = op_add(op_div(op_sqrt(vi), bc2), eps);
+    cuda_store<C>(p + at, DT, op_add(pi, op_div(op_mul(neg_step, mi), denom)));
+  }
+}
+
+// g *= inv_scale, noting a non-finite g first. Any thread that saw one
+// stores 1.0f: all writers store the same value, so the race is benign, and
+// nothing is ever reset here (the caller zeroes the flag).
+template <int DT>
+__global__ void unscale_kernel(optim_list<1> l, float inv_scale, float *found_inf) {
+  typedef typename optim_elem<DT>::C C;
+  const int ES = optim_elem<DT>::size;
+  int64_t begin, end;
+  const int slot = chunk_range(l, &begin, &end);
+  char *g = l.ptr[0][slot];
+  const C inv = (C)inv_scale;
+  bool bad = false;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const C x = cuda_load<C>(g + i * ES, DT);
+    if (!isfinite(x)) bad = true;
+    cuda_store<C>(g + i * ES, DT, op_mul(x, inv));
+  }
+  if (bad) *found_inf = 1.0f;
+}
+
+// ---- packing: tensors into launches ----
+
+// Walks the tensors of one dtype, filling slots and chunk entries of a
+// launch table, and calls launch(nblocks) whenever the table is full (in
+// blocks or in tensor slots) and at the end. fill(slot, i) writes tensor
+// i's pointers and per-tensor values into a slot; move(to, from) copies a
+// slot when a tensor continues into the next launch.
+template <int DEPTH, typename Fill, typename Move, typename Launch>
+static lt_status pack_and_launch(optim_list<DEPTH> &t, int64_t n, lt_tensor *const *tensors,
+                                 lt_dtype dt, Fill fill, Move move, Launch launch) {
+  const int MAX = optim_list<DEPTH>::MAX;
+  int slot = 0, nblocks = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t numel = lt_numel(tensors[i]);
+    if (tensors[i]->dtype != dt || numel == 0) continue;
+    fill(slot, i);
+    t.numel[slot] = numel;
+    const int64_t chunks = (numel + OPTIM_CHUNK - 1) / OPTIM_CHUNK;
+    for (int64_t c = 0; c < chunks; c++) {
+      t.slot_of_block[nblocks] = (uint8_t)slot;
+      t.chunk_of_block[nblocks] = (int32_t)c;
+      nblocks++;
+      const bool last_chunk = c == chunks - 1;
+      if (nblocks == OPTIM_BLOCKS || (last_chunk && slot + 1 == MAX)) {
+        LT_TRY(launch(nblocks));
+        nblocks = 0;
+        if (last_chunk) {
+          slot = -1; // the next tensor starts the next launch at slot 0
+        } else {
+          move(0, slot); // this tensor goes on in the next launch
+          t.numel[0] = numel;
+          slot = 0;
+        }
+      }
+    }
+    slot++;
+  }
+  if (nblocks > 0) LT_TRY(launch(nblocks));
+  return LT_OK;
+}
+
+static const lt_dtype optim_dtypes[] = {LT_FLOAT32, LT_FLOAT64, LT_FLOAT16, LT_BFLOAT16};
+
+// ---- SGD ----
+
+template <int DT>
+static lt_status sgd_launch(const sgd_list &l, const sgd_common &o, int nblocks) {
+  sgd_kernel<DT><<<nblocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(l, o);
+  return cuda_check_launch("SGD", "sgd_kernel");
+}
+
+static lt_status cuda_sgd_many(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                               lt_tensor *const *bufs, const bool *init_buffers,
+                               const lt_sgd_options *o) {
+  cuda_device_guard guard(params[0]->storage->device);
+  const sgd_common common = {o->lr,       o->momentum, o->dampening, o->weight_decay,
+                             o->nesterov, o->maximize, bufs != NULL};
+  sgd_list l;
+  for (lt_dtype dt : optim_dtypes) {
+    auto fill = [&](int slot, int64_t i) {
+      l.t.ptr[0][slot] = cuda_bytes(params[i]);
+      l.t.ptr[1][slot] = cuda_bytes(grads[i]);
+      l.t.ptr[2][slot] = bufs ? cuda_bytes(bufs[i]) : NULL;
+      l.init[slot] = init_buffers[i];
+    };
+    auto move = [&](int to, int from) {
+      for (int k = 0; k < 3; k++) l.t.ptr[k][to] = l.t.ptr[k][from];
+      l.init[to] = l.init[from];
+    };
+    auto launch = [&](int nblocks) -> lt_status {
+      switch (dt) {
+        case LT_FLOAT32: return sgd_launch<LT_FLOAT32>(l, common, nblocks);
+        case LT_FLOAT64: return sgd_launch<LT_FLOAT64>(l, common, nblocks);
+        case LT_FLOAT16: return sgd_launch<LT_FLOAT16>(l, common, nblocks);
+        default: return sgd_launch<LT_BFLOAT16>(l, common, nblocks);
+      }
+    };
+    LT_TRY(pack_and_launch(l.t, n, params, dt, fill, move, launch));
+  }
+  return LT_OK;
+}
+
+static lt_status cuda_sgd(lt_tensor *param, const lt_tensor *grad, lt_tensor *buf,
+                          bool init_buffer, const lt_sgd_options *o) {
+  lt_tensor *g = (lt_tensor *)grad; // read only; the list type is shared with params
+  return cuda_sgd_many(1, &param, &g, buf ? &buf : NULL, &init_buffer, o);
+}
+
+// ---- Adam / AdamW ----
+
+template <int DT>
+static lt_status adam_launch(const adam_list &l, const adam_common &s, int nblocks) {
+  adam_kernel<DT><<<nblocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(l, s);
+  return cuda_check_launch("Adam", "adam_kernel");
+}
+
+static lt_status cuda_adam_many(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                                lt_tensor *const *exp_avgs, lt_tensor *const *exp_avg_sqs,
+                                lt_tensor *const *max_exp_avg_sqs, const lt_adam_scalars *s) {
+  cuda_device_guard guard(params[0]->storage->device);
+  // Only step_size and the bias correction differ between tensors.
+  const adam_common common = {s[0].beta1,       s[0].beta2,   s[0].eps,     s[0].weight_decay,
+                              s[0].param_scale, s[0].amsgrad, s[0].maximize};
+  adam_list l;
+  for (lt_dtype dt : optim_dtypes) {
+    auto fill = [&](int slot, int64_t i) {
+      l.t.ptr[0][slot] = cuda_bytes(params[i]);
+      l.t.ptr[1][slot] = cuda_bytes(grads[i]);
+      l.t.ptr[2][slot] = cuda_bytes(exp_avgs[i]);
+      l.t.ptr[3][slot] = cuda_bytes(exp_avg_sqs[i]);
+      l.t.ptr[4][slot] = max_exp_avg_sqs ? cuda_bytes(max_exp_avg_sqs[i]) : NULL;
+      l.step_size[slot] = s[i].step_size;
+      l.bias_correction2_sqrt[slot] = s[i].bias_correction2_sqrt;
+    };
+    auto move = [&](int to, int from) {
+      for (int k = 0; k < 5; k++) l.t.ptr[k][to] = l.t.ptr[k][from];
+      l.step_size[to] = l.step_size[from];
+      l.bias_correction2_sqrt[to] = l.bias_correction2_sqrt[from];
+    };
+    auto launch = [&](int nblocks) -> lt_status {
+      switch (dt) {
+        case LT_FLOAT32: return adam_launch<LT_FLOAT32>(l, common, nblocks);
+        case LT_FLOAT64: return adam_launch<LT_FLOAT64>(l, common, nblocks);
+        case LT_FLOAT16: return adam_launch<LT_FLOAT16>(l, common, nblocks);
+        default: return adam_launch<LT_BFLOAT16>(l, common, nblocks);
+      }
+    };
+    LT_TRY(pack_and_launch(l.t, n, params, dt, fill, move, launch));
+  }
+  return LT_OK;
+}
+
+static lt_status cuda_adam(lt_tensor *param, const lt_tensor *grad, lt_tensor *exp_avg,
+                           lt_tensor *exp_avg_sq, lt_tensor *max_exp_avg_sq,
+                           const lt_adam_scalars *s) {
+  lt_tensor *g = (lt_tensor *)grad; // read only; the list type is shared with params
+  return cuda_adam_many(1, &param, &g, &exp_avg, &exp_avg_sq,
+                        max_exp_avg_sq ? &max_exp_avg_sq : NULL, s);
+}
+
+// ---- GradScaler's unscale ----
+
+template <int DT>
+static lt_status unscale_launch(const optim_list<1> &l, float inv_scale, float *found_inf,
+                                int nblocks) {
+  unscale_kernel<DT><<<nblocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(l, inv_scale, found_inf);
+  return cuda_check_launch("unscale_many", "unscale_kernel");
+}
+
+static lt_status cuda_unscale_many(int64_t n, lt_tensor *const *grads, float inv_scale,
+                                   lt_tensor *found_inf) {
+  cuda_device_guard guard(grads[0]->storage->device);
+  float *flag = (float *)lt_data(found_inf);
+  optim_list<1> l;
+  for (lt_dtype dt : optim_dtypes) {
+    auto fill = [&](int slot, int64_t i) { l.ptr[0][slot] = cuda_bytes(grads[i]); };
+    auto move = [&](int to, int from) { l.ptr[0][to] = l.ptr[0][from]; };
+    auto launch = [&](int nblocks) -> lt_status {
+      switch (dt) {
+        case LT_FLOAT32: return unscale_launch<LT_FLOAT32>(l, inv_scale, flag, nblocks);
+        case LT_FLOAT64: return unscale_launch<LT_FLOAT64>(l, inv_scale, flag, nblocks);
+        case LT_FLOAT16: return unscale_launch<LT_FLOAT16>(l, inv_scale, flag, nblocks);
+        default: return unscale_launch<LT_BFLOAT16>(l, inv_scale, flag, nblocks);
+      }
+    };
+    LT_TRY(pack_and_launch(l, n, grads, dt, fill, move, launch));
+  }
+  return LT_OK;
+}
+
+static const lt_optim_backend cuda_optim_backend = {
+    /* name */ "cuda",
+    /* sgd */ cuda_sgd,
+    /* adam */ cuda_adam,
+    /* sgd_many */ cuda_sgd_many,
+    /* adam_many */ cuda_adam_many,
+    /* unscale_many */ cuda_unscale_many,
+};
+
+void lt_cuda_install_optim_backend(void) {
+  lt_optim_backend_register(LT_DEVICE_CUDA, &cuda_optim_backend);
+}

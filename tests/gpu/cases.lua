@@ -1,0 +1,263 @@
+-- The CUDA-against-CPU cases (ggml's test-backend-ops idea): every op run on
+-- the same inputs on both backends, forward results and input gradients
+-- compared within the dtype's tolerance. Used by tests/gpu/compare_backends.lua
+-- (a table for scripts/gpu_check.sh) and tests/lua/cuda_spec.lua (the suite,
+-- when a device is present).
+--   local cases = dofile("tests/gpu/cases.lua")
+--   local rows, failures = cases.run({quick = true})
+local lt = lt or require "lt"
+local F = lt.nn.functional
+
+local cases = {}
+
+-- Half types round each result once to 8 or 11 bits (and reductions add
+-- many rounded terms); float32 differs only by summation order and libm.
+cases.tol = {float32 = 1e-4, float64 = 1e-10, float16 = 2e-2, bfloat16 = 1e-1}
+
+-- max |a - b| relative to the reference's largest magnitude (at least 1).
+local function max_error(a, b)
+  if a:numel() == 0 then return 0 end
+  local d = (a:double() - b:double()):abs()
+  if d:numel() == 0 then return 0 end
+  local scale = b:double():abs():max():item()
+  local e = d:max():item() / math.max(1, scale)
+  if e ~= e then -- NaN: equal only where the reference is NaN too
+    local nan_a, nan_b = a:double():ne(a:double()), b:double():ne(b:double())
+    return nan_a:eq(nan_b):all():item() and 0 or math.huge
+  end
+  return e
+end
+cases.max_error = max_error
+
+local function on(dev, t)
+  if not lt.is_tensor(t) then return t end
+  local c = t:to(dev)
+  if t.requires_grad then c = c:detach():requires_grad_(true) end
+  return c
+end
+
+-- Runs fn on inputs (tensors or other values) on the CPU and on CUDA;
+-- floating inputs marked requires_grad also get their gradients compared,
+-- through the sum of the output times a fixed random weight.
+local device = "cuda" -- cases.run's opts.device ("cpu" checks the cases themselves)
+
+local function compare(fn, inputs, grads)
+  local function run(dev)
+    local args = {}
+    for i = 1, inputs.n or #inputs do args[i] = on(dev, inputs[i]) end
+    local out = fn(table.unpack(args, 1, inputs.n or #inputs))
+    local g = {}
+    if grads then
+      local w = grads.weight or lt.randn(out.shape, {dtype = out.dtype})
+      grads.weight = w
+      ;(out * w:to(dev)):sum():backward()
+      for i = 1, inputs.n or #inputs do
+        if lt.is_tensor(args[i]) and args[i].requires_grad then g[#g + 1] = args[i].grad:cpu() end
+      end
+    end
+    return out:cpu(), g
+  end
+  local want, want_g = run("cpu")
+  local got, got_g = run(device)
+  local e = max_error(got, want)
+  for i, g in ipairs(got_g) do e = math.max(e, max_error(g, want_g[i])) end
+  return e
+end
+
+local function add_elementwise(add, dtype, shape)
+  local a = lt.randn(shape, {dtype = dtype})
+  local b = lt.randn(shape, {dtype = dtype})
+  local pos = a:abs() + 0.5
+  for _, op in ipairs {"neg", "exp", "abs", "relu", "sigmoid", "tanh", "sqrt"} do
+    local x = op == "sqrt" and pos or a
+    add(op, function() return compare(function(t) return t[op](t) end, {x}) end)
+  end
+  for _, op in ipairs {"add", "sub", "mul", "div"} do
+    add(op, function() return compare(function(x, y) return x[op](x, y) end, {a, pos}) end)
+  end
+  local row = lt.randn({shape[#shape]}, {dtype = dtype})
+  add("add_bcast", function() return compare(function(x, y) return x + y end, {a, row}) end)
+  add("clamp", function() return compare(function(x) return x:clamp(-0.5, 0.5) end, {a}) end)
+  add("sum", function() return compare(function(x) return x:sum() end, {a}) end)
+  add("sum_last", function() return compare(function(x) return x:sum(-1) end, {a}) end)
+  add("mean_first", function() return compare(function(x) return x:mean(1) end, {a}) end)
+  add("max_last", function() return compare(function(x) return (x:max(-1)) end, {a}) end)
+  add("argmax", function() return compare(function(x) return x:argmax(-1) end, {a}) end)
+  add("transpose", function() return compare(function(x) return x:t():contiguous() end,
+    {#shape == 2 and a or a:reshape(-1, shape[#shape])}) end)
+end
+
+local function add_matmul(add, dtype, mm)
+  local a, b = lt.randn(mm[1], {dtype = dtype}), lt.randn(mm[2], {dtype = dtype})
+  add("matmul", function() return compare(function(x, y) return lt.matmul(x, y) end, {a, b}) end)
+end
+
+local function grad(t) return t:requires_grad_(true) end
+
+-- The nn ops, forward and backward.
+local function add_nn(add, dtype)
+  local opts = {dtype = dtype}
+  local function rand(...) return grad(lt.randn({...}, opts)) end
+  add("linear", function()
+    return compare(F.linear, {rand(6, 33), rand(17, 33), rand(17)}, {})
+  end)
+  add("linear_nobias", function()
+    return compare(F.linear, {rand(2, 5, 16), rand(8, 16), n = 3}, {})
+  end)
+  for _, c in ipairs {
+    {"conv2d", {2, 3, 9, 9}, {8, 3, 3, 3}, {padding = 1}},
+    {"conv2d_s2", {2, 4, 11, 10}, {6, 4, 3, 3}, {stride = 2}},
+    {"conv2d_dil", {1, 2, 12, 12}, {4, 2, 3, 3}, {dilation = 2, padding = 2}},
+    {"conv2d_grp", {2, 4, 8, 8}, {6, 2, 3, 3}, {groups = 2, padding = 1}},
+  } do
+    add(c[1], function()
+      return compare(function(x, w, b) return F.conv2d(x, w, b, c[4]) end,
+        {rand(table.unpack(c[2])), rand(table.unpack(c[3])), rand(c[3][1])}, {})
+    end)
+  end
+  add("max_pool2d", function()
+    return compare(function(x) return F.max_pool2d(x, 2) end, {rand(2, 3, 8, 9)}, {})
+  end)
+  add("max_pool2d_ovl", function()
+    return compare(function(x) return F.max_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true}) end,
+      {rand(1, 2, 9, 9)}, {})
+  end)
+  add("avg_pool2d", function()
+    return compare(function(x) return F.avg_pool2d(x, 3, {stride = 2, padding = 1}) end,
+      {rand(2, 3, 9, 8)}, {})
+  end)
+  if dtype == "float32" or dtype == "float64" then
+    for _, training in ipairs {true, false} do
+      add(training and "batch_norm_train" or "batch_norm_eval", function()
+        local rm, rv = lt.randn({5}, opts), lt.rand({5}, opts) + 0.5
+        return compare(function(x, w, b, m, v)
+          return F.batch_norm(x, m, v, w, b, {training = training, momentum = 0.1, eps = 1e-5})
+        end, {rand(4, 5, 3, 3), rand(5), rand(5), rm, rv}, {})
+      end)
+    end
+  end
+  add("layer_norm", function()
+    return compare(function(x, w, b) return F.layer_norm(x, {40}, w, b) end,
+      {rand(6, 40), rand(40), rand(40)}, {})
+  end)
+  add("layer_norm_wide", function()
+    return compare(function(x) return F.layer_norm(x, {1500}) end, {rand(3, 1500)}, {})
+  end)
+  for _, approx in ipairs {"none", "tanh"} do
+    add("gelu_" .. approx, function()
+      return compare(function(x) return F.gelu(x, {approximate = approx}) end, {rand(7, 33)}, {})
+    end)
+  end
+  for _, d in ipairs {1, 2, 3} do
+    add("softmax_d" .. d, function()
+      return compare(function(x) return F.softmax(x, d) end, {rand(5, 37, 6)}, {})
+    end)
+    add("log_softmax_d" .. d, function()
+      return compare(function(x) return F.log_softmax(x, d) end, {rand(5, 37, 6)}, {})
+    end)
+  end
+  add("softmax_long", function()
+    return compare(function(x) return F.softmax(x, 2) end, {rand(3, 3000)}, {})
+  end)
+  local labels = {}
+  for i = 1, 32 do labels[i] = i % 10 + 1 end
+  labels[3] = 0 -- ignored below
+  local target = lt.tensor(labels, {dtype = "int64"})
+  for _, o in ipairs {
+    {reduction = "mean"}, {reduction = "sum"}, {reduction = "none"},
+    {reduction = "mean", ignore_index = 0, label_smoothing = 0.1},
+  } do
+    local name = "cross_entropy_" .. o.reduction .. (o.label_smoothing and "_smooth" or "")
+    add(name, function()
+      local t = o.ignore_index and target or target:clamp(1, 10)
+      return compare(function(x, y) return F.cross_entropy(x, y, o) end, {rand(32, 10), t}, {})
+    end)
+  end
+  add("cross_entropy_weight", function()
+    local w = lt.rand({10}, opts) + 0.1
+    return compare(function(x, y, wt) return F.cross_entropy(x, y, {weight = wt}) end,
+      {rand(32, 10), target:clamp(1, 10), w}, {})
+  end)
+  add("nll_loss", function()
+    return compare(function(x, y) return F.nll_loss(x, y) end,
+      {grad(F.log_softmax(lt.randn({16, 7}, opts), 2):detach()), lt.randint(1, 7, {16})}, {})
+  end)
+  add("mse_loss", function()
+    return compare(function(a, b) return F.mse_loss(a, b) end, {rand(9, 13), rand(9, 13)}, {})
+  end)
+  if dtype == "float32" or dtype == "float64" then
+    add("embedding", function()
+      local idx = lt.tensor({1, 4, 4, 2, 9, 1, 4}, {dtype = "int64"})
+      return compare(function(w, i) return F.embedding(i, w, {padding_idx = 2}) end,
+        {rand(10, 6), idx}, {})
+    end)
+  end
+end
+
+-- Optimizer steps and the GradScaler's unscale on both backends: parameters
+-- after three steps.
+local function add_optim(add, dtype)
+  for _, kind in ipairs {"SGD", "Adam", "AdamW"} do
+    add("optim_" .. kind, function()
+      local base = {lt.randn({33, 7}, {dtype = dtype}), lt.randn({5}, {dtype = dtype})}
+      local grads = {}
+      for s = 1, 3 do
+        grads[s] = {}
+        for i, p in ipairs(base) do grads[s][i] = lt.randn(p.shape, {dtype = dtype}) end
+      end
+      local function run(dev)
+        local params = {}
+        for i, p in ipairs(base) do params[i] = p:to(dev):requires_grad_(true) end
+        local o = kind == "SGD" and lt.optim.SGD(params, {lr = 0.1, momentum = 0.9, nesterov = true})
+          or lt.optim[kind](params, {lr = 0.01, weight_decay = 0.01})
+        for s = 1, 3 do
+          for i, p in ipairs(params) do p.grad = grads[s][i]:to(dev) end
+          o:step()
+        end
+        return params
+      end
+      local want, got = run("cpu"), run(device)
+      local e = 0
+      for i = 1, #want do e = math.max(e, max_error(got[i]:detach():cpu(), want[i]:detach())) end
+      return e
+    end)
+  end
+end
+
+-- run{quick = bool, device = "cuda"}: the rows of the table and the number of failures.
+function cases.run(opts)
+  opts = opts or {}
+  device = opts.device or "cuda"
+  lt.manual_seed(0)
+  local rows, failures = {}, 0
+  local dtypes = opts.quick and {"float32", "float16"} or {"float32", "float64", "float16", "bfloat16"}
+  local shapes = opts.quick and {{33, 65}} or {{7}, {33, 65}, {4, 16, 130}}
+  for _, dtype in ipairs(dtypes) do
+    local function add(name, fn, shape)
+      local ok, e = pcall(fn)
+      local pass = ok and e <= cases.tol[dtype]
+      if not pass then failures = failures + 1 end
+      rows[#rows + 1] = {op = name, dtype = dtype, shape = shape or "", error = ok and e or nil,
+        pass = pass, message = not ok and tostring(e) or nil}
+    end
+    for _, shape in ipairs(shapes) do
+      add_elementwise(function(n, fn) add(n, fn, table.concat(shape, "x")) end, dtype, shape)
+    end
+    for _, mm in ipairs {{{8, 16}, {16, 4}}, {{64, 128}, {128, 32}}, {{3, 17, 33}, {3, 33, 9}}} do
+      add_matmul(function(n, fn)
+        add(n, fn, table.concat(mm[1], "x") .. "@" .. table.concat(mm[2], "x"))
+      end, dtype, mm)
+    end
+    add_nn(add, dtype)
+    if dtype ~= "float16" then add_optim(add, dtype) end
+  end
+  return rows, failures
+end
+
+function cases.format(row)
+  return string.format("%-22s %-9s %-14s %12s %s", row.op, row.dtype, row.shape,
+    row.error and string.format("%.3e", row.error) or "-",
+    row.pass and "ok" or ("FAIL" .. (row.message and (": " .. row.message) or "")))
+end
+
+return cases
