@@ -142,7 +142,7 @@ int lt_env_set_device(lua_State *L, const char *device) {
   char msg[256];
   if (is_cuda_name(device)) {
     if (!cuda_is_available(L)) {
-      snprintf(msg, sizeof msg, "--device %s: the CUDA backend is not available yet", device);
+      snprintf(msg, sizeof msg, "--device %s: CUDA is not available (no CUDA device found, or lt was built without CUDA)", device);
       runner_message(msg);
       return 0;
     }
