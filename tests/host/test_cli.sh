@@ -159,7 +159,7 @@ if [[ $out == true ]]; then
 else
   run "$LT" --device cuda -e 'print("ran")'
   check "--device cuda without the CUDA backend is a clear error" \
-    '[[ $status == 1 && $out == "" && $err == "lt: --device cuda: the CUDA backend is not available"* ]]'
+    '[[ $status == 1 && $out == "" && $err == "lt: --device cuda: CUDA is not available (no CUDA device found"* ]]'
 fi
 
 run "$LT" --device tpu -e 'print("ran")'
