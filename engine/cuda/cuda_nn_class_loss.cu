@@ -20,6 +20,7 @@
 // reduction first, then one thread per entry of [N, C, inner].
 #include <math.h>
 
+#include "cuda/cuda_group_reduce.cuh"
 #include "cuda/cuda_nn_kernels.h"
 
 #define CL_THREADS 256
@@ -32,53 +33,7 @@
 
 namespace {
 
-const unsigned FULL_MASK = 0xffffffffu;
-
-__device__ inline double max_nan(double a, double b) { return (a > b || a != a) ? a : b; }
-
-struct op_sum {
-  __device__ double operator()(double a, double b) const { return a + b; }
-};
-struct op_max {
-  __device__ double operator()(double a, double b) const { return max_nan(a, b); }
-};
-
-// Butterfly, then lane 0's value for all: every lane bit-identical.
-template <class Op> __device__ inline double warp_all(double v, Op op) {
-  for (int m = 16; m > 0; m >>= 1) v = op(v, __shfl_xor_sync(FULL_MASK, v, m));
-  return __shfl_sync(FULL_MASK, v, 0);
-}
-
-// Groups cooperating on one element: rank/count split the C classes, all()
-// combines in a fixed order and gives every member the same value.
-struct thread_group {
-  __device__ int rank() const { return 0; }
-  __device__ int count() const { return 1; }
-  template <class Op> __device__ double all(double v, Op) const { return v; }
-};
-
-struct warp_group {
-  __device__ int rank() const { return (int)(threadIdx.x & 31); }
-  __device__ int count() const { return 32; }
-  template <class Op> __device__ double all(double v, Op op) const { return warp_all(v, op); }
-};
-
-// blockDim.x a multiple of 32; sh holds 32 doubles.
-struct block_group {
-  double *sh;
-  __device__ int rank() const { return (int)threadIdx.x; }
-  __device__ int count() const { return (int)blockDim.x; }
-  template <class Op> __device__ double all(double v, Op op) const {
-    v = warp_all(v, op);
-    __syncthreads(); // the previous call's readers are done with sh
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-    __syncthreads();
-    double r = sh[0];
-    const int warps = (int)(blockDim.x >> 5);
-    for (int w = 1; w < warps; w++) r = op(r, sh[w]);
-    return r;
-  }
-};
+using namespace cuda_group;
 
 unsigned grid_for(int64_t units, int64_t per_block) {
   int64_t n = (units + per_block - 1) / per_block;
