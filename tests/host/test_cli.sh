@@ -98,9 +98,7 @@ check "a syntax error exits 1" '[[ $status == 1 && $err == "lt: "*"syntax.lua:1:
 run "$LT" "$TMP/no_such_script.lua"
 check "a missing script exits 1" '[[ $status == 1 && $err == *"cannot open"* ]]'
 
-# 3 s: under ASan on a loaded 2-core machine start-up alone can pass 1 s, and a
-# SIGINT before lt installs its handler kills it with status 130.
-run timeout --preserve-status -s INT 3 "$LT" -e 'while true do end'
+run timeout --preserve-status -s INT 1 "$LT" -e 'while true do end'
 check "Ctrl-C (SIGINT) stops a script: interrupted!, status 1" \
   '[[ $status == 1 && $err == "lt: interrupted!"* && $err == *"stack traceback:"* ]]'
 
