@@ -47,11 +47,12 @@ void lt_cuda_install_backend(void);
 void lt_cuda_install_nn_backend(void);    /* cuda_nn_backend.cu */
 void lt_cuda_install_optim_backend(void); /* cuda_optim.cu */
 
-/* Every kernel, library call and copy of lt runs on one stream per device:
- * the legacy default stream (0). The caching allocator therefore reuses a
- * freed block in stream order with no event: whatever runs next on the
- * device runs after the kernels that used the block. */
-#define LT_CUDA_STREAM ((cudaStream_t)0)
+/* Every kernel, library call and copy of lt runs on the current stream of
+ * the current device (cuda_stream.cu; lt_cuda_set_stream changes it). The
+ * caching allocator tags blocks with the stream current at allocation and
+ * reuses them only on that stream, so stream order keeps reuse safe. */
+cudaStream_t cuda_stream(void);
+#define LT_CUDA_STREAM (cuda_stream())
 
 /* A library workspace (cuBLAS, cuDNN) taken from the caching allocator under
  * the workspace category, so that statistics and the memory history show it

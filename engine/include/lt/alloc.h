@@ -31,6 +31,10 @@ typedef enum lt_category {
 
 const char *lt_category_name(lt_category c); /* "parameter", ... */
 
+/* A queue of device work (a CUDA stream): 0 is a device's default stream,
+ * the only one a device without streams (the CPU) has. */
+typedef uintptr_t lt_stream_id;
+
 /* A device's raw memory: alloc returns NULL when the device has no room.
  * index is the device's number (N of cuda:N; 0 for the CPU, 1 for its pinned
  * pool), so that one raw allocator serves every device of its type whatever
@@ -42,6 +46,19 @@ typedef struct lt_raw_allocator {
    * for the CPU, available and physical memory); false when unknown. May be
    * NULL. */
   bool (*mem_info)(void *ctx, int index, size_t *free_bytes, size_t *total_bytes);
+  /* Streams, for a device that has several (all NULL: one stream, id 0).
+   * The allocator tags each segment with the stream current when it was made
+   * and reuses its free blocks only for requests on that stream, so stream
+   * order alone keeps a reused block safe (PyTorch's per-stream pools). A
+   * block also used on other streams (lt_block_record_stream) goes back to
+   * its pool only when an event recorded on each of them at its free has
+   * completed. */
+  lt_stream_id (*current_stream)(void *ctx, int index);
+  void *(*record_event)(void *ctx, int index, lt_stream_id stream); /* NULL: failed */
+  bool (*event_done)(void *ctx, int index, void *event); /* non-blocking query */
+  void (*event_wait)(void *ctx, int index, void *event); /* blocks until done */
+  void (*event_free)(void *ctx, int index, void *event);
+  void (*synchronize)(void *ctx, int index); /* whole device; when an event cannot be recorded */
   void *ctx;
 } lt_raw_allocator;
 
@@ -78,8 +95,16 @@ void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud);
 lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr,
                    lt_block **block);
 /* Returns the block to the cache; returns the bytes it gave back (its rounded
- * size, which is what `allocated` drops by). */
+ * size, which is what `allocated` drops by). A block used on other streams
+ * than its own stays out of the cache (counted in active, not in allocated)
+ * until the work queued on them at this moment is done. */
 size_t lt_free(lt_block *block);
+/* The stream a block was allocated on, and the streams it was also used on:
+ * the caller promises to record every stream other than its own on which
+ * work reads or writes the block, as torch.Tensor.record_stream. Fails only
+ * when the host is out of memory. */
+lt_stream_id lt_block_stream(const lt_block *block);
+lt_status lt_block_record_stream(lt_block *block, lt_stream_id stream);
 size_t lt_block_size(const lt_block *block); /* rounded size */
 void lt_block_set_category(lt_block *block, lt_category cat);
 lt_category lt_block_category(const lt_block *block);

@@ -4,6 +4,7 @@
 #define LT_CUDA_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lt/error.h"
 
@@ -23,6 +24,38 @@ void lt_cuda_set_matmul_tf32(bool on);
 bool lt_cuda_matmul_tf32(void);
 void lt_cuda_set_cudnn_tf32(bool on);
 bool lt_cuda_cudnn_tf32(void);
+
+/* ---- streams and events (torch.cuda.Stream, torch.cuda.Event) ----
+ * A stream is a queue of device work; work on one stream runs in order, work
+ * on two streams may overlap. Each device starts on its default stream, id 0
+ * (the legacy default stream). lt_cuda_stream_new hands out one of a pool of
+ * 32 non-blocking streams per device, round robin, as PyTorch's stream pool:
+ * streams are never destroyed, so an id stays valid for the process and the
+ * caching allocator may keep blocks tagged with it. The current stream is
+ * per device and process-wide (Lua runs on one thread): every kernel, library
+ * call and copy of lt goes to the current stream of its device. Each call
+ * fails with LT_ERR_DEVICE when lt has no CUDA or the device is out of
+ * range; device is N of cuda:N. */
+typedef uintptr_t lt_cuda_stream;
+lt_status lt_cuda_stream_new(int device, lt_cuda_stream *out);
+lt_cuda_stream lt_cuda_current_stream(int device); /* 0 without CUDA */
+lt_status lt_cuda_set_stream(int device, lt_cuda_stream stream);
+lt_status lt_cuda_stream_synchronize(int device, lt_cuda_stream stream);
+lt_status lt_cuda_stream_query(int device, lt_cuda_stream stream, bool *done);
+/* Work queued later on waiter waits for the work queued on other so far. */
+lt_status lt_cuda_stream_wait_stream(int device, lt_cuda_stream waiter, lt_cuda_stream other);
+
+typedef struct lt_cuda_event lt_cuda_event; /* a cudaEvent_t and its device */
+lt_status lt_cuda_event_new(int device, bool enable_timing, lt_cuda_event **out);
+void lt_cuda_event_free(lt_cuda_event *event); /* NULL allowed */
+int lt_cuda_event_device(const lt_cuda_event *event);
+lt_status lt_cuda_event_record(lt_cuda_event *event, lt_cuda_stream stream);
+lt_status lt_cuda_event_synchronize(lt_cuda_event *event);
+lt_status lt_cuda_event_query(lt_cuda_event *event, bool *done);
+/* Milliseconds between two recorded events made with enable_timing. */
+lt_status lt_cuda_event_elapsed_ms(lt_cuda_event *start, lt_cuda_event *end, double *ms);
+/* Work queued later on stream waits for the event's recorded work. */
+lt_status lt_cuda_stream_wait_event(int device, lt_cuda_stream stream, lt_cuda_event *event);
 
 /* The CUDA slot starts (raw allocator and kernel table installed) the first
  * time lt_cuda_device_count finds a device, which every path to a CUDA tensor

@@ -58,6 +58,10 @@ lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_stora
  * pending_copy marker (a release must not hand out bytes a copy still uses). */
 void lt_storage_set_pending_wait(void (*wait)(void *marker));
 void lt_storage_retain(lt_storage *s);
+/* Marks s as used by work queued on stream (a CUDA stream other than the one
+ * it was allocated on), so that its bytes are not reused before that work is
+ * done: torch.Tensor.record_stream. */
+lt_status lt_storage_record_stream(lt_storage *s, lt_stream_id stream);
 /* Drops a reference; returns the bytes given back to the allocator (0 while
  * other references remain). */
 size_t lt_storage_release(lt_storage *s);
