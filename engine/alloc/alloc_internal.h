@@ -49,22 +49,31 @@ struct lt_block {
    * earlier recording: not logged) and the index of its alloc event. */
   uint64_t history_id;
   size_t history_event;
+  /* streams.c. While allocated: the streams other than its segment's on which
+   * the block was used (lt_block_record_stream). Once freed with such uses:
+   * pending (out of the live list, not yet back in the pool) until the events
+   * recorded on them complete; pending blocks are linked by pending_next. */
+  lt_stream_id *uses;
+  void **events;
+  int nuses, uses_cap, nevents;
+  bool pending;
+  lt_block *pending_next;
 };
 
 struct lt_segment {
   char *base;
   size_t size;
   int pool; /* LT_POOL_SMALL or LT_POOL_LARGE */
+  lt_stream_id stream; /* every block of the segment serves this stream only */
   lt_device_allocator *owner;
   lt_block *head; /* first block by address */
   lt_segment *prev, *next; /* the device's segments */
   /* The backend that gave the memory, kept so that it goes back to the same
    * one even if the backend is replaced later. */
-  void (*raw_free)(void *ctx, int index, void *ptr, size_t nbytes);
-  void *raw_ctx;
+  lt_raw_allocator raw;
 };
 
-/* Free blocks of one pool, ordered by (size, address). */
+/* Free blocks of one pool, ordered by (stream, size, address). */
 typedef struct lt_block_tree {
   lt_block *root;
 } lt_block_tree;
@@ -76,25 +85,35 @@ struct lt_device_allocator {
   lt_segment *segments;
   lt_block *live;          /* allocated blocks */
   lt_block *spare_blocks;  /* recycled block structs (linked by next) */
+  lt_block *pending;       /* freed blocks waiting for other streams (streams.c) */
   lt_memory_stats stats;   /* stats.limit is the limit */
 };
 
 /* block_tree.c */
 void lt_block_tree_insert(lt_block_tree *tree, lt_block *block);
 void lt_block_tree_remove(lt_block_tree *tree, lt_block *block);
-/* The smallest free block of at least size bytes (lowest address on ties). */
-lt_block *lt_block_tree_best_fit(const lt_block_tree *tree, size_t size);
+/* The smallest free block of stream with at least size bytes (lowest address
+ * on ties), or NULL. */
+lt_block *lt_block_tree_best_fit(const lt_block_tree *tree, lt_stream_id stream, size_t size);
+static inline lt_stream_id lt_block_stream_of(const lt_block *b) { return b->segment->stream; }
 
 /* caching.c */
 /* The allocator of dev, or NULL when dev is not a valid device slot. */
 lt_device_allocator *lt_device_allocator_of(lt_device dev);
-/* One attempt: the cache, then a fresh segment within the limit. Returns NULL
- * when neither has room. The _locked form expects the caller to hold da->lock. */
-lt_block *lt_try_alloc(lt_device_allocator *da, size_t nbytes, lt_category cat);
-lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat);
+/* One attempt on stream: the cache, then a fresh segment within the limit.
+ * Returns NULL when neither has room. The _locked form expects the caller to
+ * hold da->lock. */
+lt_block *lt_try_alloc(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                       lt_stream_id stream);
+lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                              lt_stream_id stream);
+/* Puts a freed block (already out of the live list and the allocation
+ * statistics) back into its pool, merged with free neighbours. */
+void lt_return_block_locked(lt_device_allocator *da, lt_block *b);
 /* Whether a device type has a raw allocator (the CPU always does). */
 bool lt_alloc_has_backend(lt_device dev);
-/* Releases every entirely free segment; the caller holds the lock. */
+/* Waits for every pending block, then releases every entirely free segment;
+ * the caller holds the lock. */
 size_t lt_release_free_segments_locked(lt_device_allocator *da);
 
 /* stats.c: an update of one statistic, as PyTorch's update_stat. */
@@ -105,7 +124,15 @@ void lt_stat_update_pool(lt_stat *stats, int pool, int64_t delta);
 /* oom.c: after lt_try_alloc failed: the hook, the cache emptied, retries, and
  * finally the LT_ERR_OOM message. Called without the lock. */
 lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category cat,
-                             lt_block **out);
+                             lt_stream_id stream, lt_block **out);
+
+/* streams.c, all with da->lock held. After the statistics of a free: either
+ * returns b to its pool, or, when it was used on other streams, records an
+ * event on each and makes it pending. */
+void lt_free_with_stream_uses_locked(lt_device_allocator *da, lt_block *b);
+/* Returns to the pool every pending block whose events have completed; with
+ * wait, waits for all of them first (empty_cache, the out-of-memory path). */
+void lt_process_pending_locked(lt_device_allocator *da, bool wait);
 
 /* history.c: the event log. The switch is read on every allocation and free;
  * the calls below are made only when it is on. */

@@ -1,11 +1,14 @@
-/* The free blocks of a pool as a treap ordered by (size, address): best fit is
- * the first node not smaller than the request, found in O(log n) expected
- * steps, with ties going to the lowest address as in PyTorch's BlockComparator.
+/* The free blocks of a pool as a treap ordered by (stream, size, address), as
+ * PyTorch's BlockComparator: best fit is the first node of the request's
+ * stream not smaller than the request, found in O(log n) expected steps, with
+ * ties going to the lowest address.
  * Priorities are a hash of the block's address, so the shape of the tree (and
  * every allocation decision) is deterministic. */
 #include "alloc/alloc_internal.h"
 
 static bool key_less(const lt_block *a, const lt_block *b) {
+  const lt_stream_id sa = lt_block_stream_of(a), sb = lt_block_stream_of(b);
+  if (sa != sb) return sa < sb;
   if (a->size != b->size) return a->size < b->size;
   return (uintptr_t)a->ptr < (uintptr_t)b->ptr;
 }
@@ -69,15 +72,17 @@ void lt_block_tree_remove(lt_block_tree *tree, lt_block *block) {
   block->left = block->right = NULL;
 }
 
-lt_block *lt_block_tree_best_fit(const lt_block_tree *tree, size_t size) {
+lt_block *lt_block_tree_best_fit(const lt_block_tree *tree, lt_stream_id stream, size_t size) {
   lt_block *best = NULL;
+  /* The first node not before (stream, size); it fits only if it is of stream. */
   for (lt_block *t = tree->root; t;) {
-    if (t->size >= size) {
+    const lt_stream_id st = lt_block_stream_of(t);
+    if (st > stream || (st == stream && t->size >= size)) {
       best = t;
       t = t->left;
     } else {
       t = t->right;
     }
   }
-  return best;
+  return best && lt_block_stream_of(best) == stream ? best : NULL;
 }

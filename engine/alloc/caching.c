@@ -22,6 +22,9 @@
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 static lt_raw_allocator backends[NDEVICE_TYPES + 1];
 static bool backend_installed[NDEVICE_TYPES + 1];
+/* Whether a slot's backend has streams: read without the lock on every
+ * allocation, so that devices without streams (the CPU) pay no lock for it. */
+static atomic_bool backend_has_streams[NDEVICE_TYPES + 1];
 
 /* The raw-allocator slot serving dev, or -1. */
 static int backend_slot(lt_device dev) {
@@ -46,6 +49,7 @@ static void set_backend_slot(int slot, const lt_raw_allocator *raw) {
     memset(&backends[slot], 0, sizeof backends[slot]);
     backend_installed[slot] = false;
   }
+  atomic_store(&backend_has_streams[slot], raw && raw->current_stream);
   pthread_mutex_unlock(&backend_lock);
 }
 
@@ -65,6 +69,14 @@ static bool get_backend(lt_device dev, lt_raw_allocator *out) {
   if (ok) *out = backends[slot];
   pthread_mutex_unlock(&backend_lock);
   return ok;
+}
+
+/* The stream a request on dev is for: its backend's current stream. */
+static lt_stream_id current_stream(lt_device dev) {
+  const int slot = backend_slot(dev);
+  if (slot < 0 || !atomic_load(&backend_has_streams[slot])) return 0;
+  lt_raw_allocator raw;
+  return get_backend(dev, &raw) && raw.current_stream ? raw.current_stream(raw.ctx, dev.index) : 0;
 }
 
 bool lt_alloc_has_backend(lt_device dev) {
@@ -151,7 +163,8 @@ static void remove_free_block(lt_device_allocator *da, lt_block *b) {
 
 /* A fresh segment holding one free block (not yet in the pool), or NULL when
  * the limit or the device says no. */
-static lt_block *new_segment(lt_device_allocator *da, size_t rounded, int pool) {
+static lt_block *new_segment(lt_device_allocator *da, size_t rounded, int pool,
+                             lt_stream_id stream) {
   size_t seg_size = lt_segment_size_for(rounded);
   /* The limit caps reserved bytes, as PyTorch's per-process memory fraction. */
   size_t limit = da->stats.limit;
@@ -168,8 +181,8 @@ static lt_block *new_segment(lt_device_allocator *da, size_t rounded, int pool) 
     if (b) recycle_block_struct(da, b);
     return NULL;
   }
-  *seg = (lt_segment){.base = mem, .size = seg_size, .pool = pool, .owner = da, .head = b,
-                      .next = da->segments, .raw_free = raw.free, .raw_ctx = raw.ctx};
+  *seg = (lt_segment){.base = mem, .size = seg_size, .pool = pool, .stream = stream, .owner = da,
+                      .head = b, .next = da->segments, .raw = raw};
   if (da->segments) da->segments->prev = seg;
   da->segments = seg;
   b->ptr = mem;
@@ -192,7 +205,7 @@ static void release_segment(lt_device_allocator *da, lt_segment *seg) {
     da->segments = seg->next;
   if (seg->next) seg->next->prev = seg->prev;
 
-  seg->raw_free(seg->raw_ctx, seg->owner->dev.index, seg->base, seg->size);
+  seg->raw.free(seg->raw.ctx, seg->owner->dev.index, seg->base, seg->size);
   da->stats.num_device_frees++;
   lt_stat_update_pool(da->stats.segment, seg->pool, -1);
   lt_stat_update_pool(da->stats.reserved_bytes, seg->pool, -(int64_t)seg->size);
@@ -200,6 +213,7 @@ static void release_segment(lt_device_allocator *da, lt_segment *seg) {
 }
 
 size_t lt_release_free_segments_locked(lt_device_allocator *da) {
+  lt_process_pending_locked(da, true);
   size_t released = 0;
   lt_segment *seg = da->segments;
   while (seg) {
@@ -261,22 +275,25 @@ static void take_block(lt_device_allocator *da, lt_block *b, size_t rounded, siz
   lt_stat_update(&s->category_bytes[cat], (int64_t)b->size);
 }
 
-lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat) {
+lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                              lt_stream_id stream) {
   if (nbytes > LT_MAX_REQUEST) return NULL;
+  if (da->pending) lt_process_pending_locked(da, false);
   size_t rounded = lt_round_size(nbytes);
   int pool = lt_pool_for_size(rounded);
-  lt_block *b = lt_block_tree_best_fit(&da->pools[pool], rounded);
+  lt_block *b = lt_block_tree_best_fit(&da->pools[pool], stream, rounded);
   if (b)
     remove_free_block(da, b);
   else
-    b = new_segment(da, rounded, pool);
+    b = new_segment(da, rounded, pool, stream);
   if (b) take_block(da, b, rounded, nbytes, cat);
   return b;
 }
 
-lt_block *lt_try_alloc(lt_device_allocator *da, size_t nbytes, lt_category cat) {
+lt_block *lt_try_alloc(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                       lt_stream_id stream) {
   pthread_mutex_lock(&da->lock);
-  lt_block *b = lt_try_alloc_locked(da, nbytes, cat);
+  lt_block *b = lt_try_alloc_locked(da, nbytes, cat, stream);
   pthread_mutex_unlock(&da->lock);
   return b;
 }
@@ -310,8 +327,9 @@ lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr, lt
   }
   if (nbytes == 0) return alloc_zero_bytes(cat, ptr, block);
 
-  lt_block *b = lt_try_alloc(da, nbytes, cat);
-  if (!b) LT_TRY(lt_alloc_slow_path(da, nbytes, cat, &b));
+  const lt_stream_id stream = current_stream(dev);
+  lt_block *b = lt_try_alloc(da, nbytes, cat, stream);
+  if (!b) LT_TRY(lt_alloc_slow_path(da, nbytes, cat, stream, &b));
   if (lt_history_is_on()) lt_history_alloc(b, dev);
   *ptr = b->ptr;
   *block = b;
@@ -338,15 +356,16 @@ static void absorb_neighbour(lt_device_allocator *da, lt_block *b, lt_block *nb)
   recycle_block_struct(da, nb);
 }
 
+/* As PyTorch's free: the allocation statistics drop at once, the active ones
+ * only when the block is back in its pool (lt_return_block_locked), which for
+ * a block used on other streams waits for their work. */
 static size_t free_block_locked(lt_device_allocator *da, lt_block *b) {
-  if (!b->allocated) return 0; /* a second free of the same block: ignore */
+  if (!b->allocated || b->pending) return 0; /* a second free of the same block: ignore */
   int pool = b->segment->pool;
   size_t size = b->size;
   lt_memory_stats *s = &da->stats;
   lt_stat_update_pool(s->allocation, pool, -1);
-  lt_stat_update_pool(s->active, pool, -1);
   lt_stat_update_pool(s->allocated_bytes, pool, -(int64_t)size);
-  lt_stat_update_pool(s->active_bytes, pool, -(int64_t)size);
   lt_stat_update_pool(s->requested_bytes, pool, -(int64_t)b->requested);
   lt_stat_update(&s->category_bytes[b->category], -(int64_t)size);
 
@@ -356,14 +375,20 @@ static size_t free_block_locked(lt_device_allocator *da, lt_block *b) {
     da->live = b->live_next;
   if (b->live_next) b->live_next->live_prev = b->live_prev;
   b->live_prev = b->live_next = NULL;
-  b->allocated = false;
   b->origin = NULL;
   b->requested = 0;
+  lt_free_with_stream_uses_locked(da, b);
+  return size;
+}
 
+void lt_return_block_locked(lt_device_allocator *da, lt_block *b) {
+  int pool = b->segment->pool;
+  lt_stat_update_pool(da->stats.active, pool, -1);
+  lt_stat_update_pool(da->stats.active_bytes, pool, -(int64_t)b->size);
+  b->allocated = false;
   if (b->prev && !b->prev->allocated) absorb_neighbour(da, b, b->prev);
   if (b->next && !b->next->allocated) absorb_neighbour(da, b, b->next);
   insert_free_block(da, b);
-  return size;
 }
 
 size_t lt_free(lt_block *block) {

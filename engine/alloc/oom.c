@@ -64,7 +64,7 @@ static lt_status oom_error(lt_device dev, size_t nbytes, const lt_memory_stats *
 }
 
 lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category cat,
-                             lt_block **out) {
+                             lt_stream_id stream, lt_block **out) {
   lt_block *b = NULL;
   lt_memory_stats snapshot;
   if (!lt_alloc_has_backend(da->dev)) {
@@ -86,17 +86,18 @@ lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category
       running_hook = true;
       hook(ud, da->dev, nbytes);
       running_hook = false;
-      b = lt_try_alloc(da, nbytes, cat);
+      b = lt_try_alloc(da, nbytes, cat, stream);
     }
   }
 
   pthread_mutex_lock(&da->lock);
   if (!b && nbytes <= LT_MAX_REQUEST) {
-    /* Whole free segments may be in the wrong pool or too small: give them
-     * back so that a fresh segment fits under the limit. */
+    /* Whole free segments may be in the wrong pool, on another stream or too
+     * small: give them back (after waiting for blocks pending on other
+     * streams) so that a fresh segment fits under the limit. */
     lt_release_free_segments_locked(da);
     da->stats.num_alloc_retries++;
-    b = lt_try_alloc_locked(da, nbytes, cat);
+    b = lt_try_alloc_locked(da, nbytes, cat, stream);
   }
   if (!b) {
     da->stats.num_ooms++;

@@ -26,6 +26,11 @@ lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_stora
 
 void lt_storage_retain(lt_storage *s) { s->refcount++; }
 
+lt_status lt_storage_record_stream(lt_storage *s, lt_stream_id stream) {
+  if (!s) return lt_error(LT_ERR_ARG, "record_stream: no storage");
+  return lt_block_record_stream(s->block, stream);
+}
+
 size_t lt_storage_release(lt_storage *s) {
   if (!s || --s->refcount > 0) return 0;
   if (s->pending_copy && pending_wait) pending_wait(s->pending_copy);

@@ -37,6 +37,6 @@ static bool cpu_mem_info(void *ctx, int index, size_t *free_bytes, size_t *total
 }
 
 lt_raw_allocator lt_cpu_raw_allocator(void) {
-  lt_raw_allocator raw = {cpu_raw_alloc, cpu_raw_free, cpu_mem_info, NULL};
+  lt_raw_allocator raw = {.alloc = cpu_raw_alloc, .free = cpu_raw_free, .mem_info = cpu_mem_info};
   return raw;
 }

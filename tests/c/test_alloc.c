@@ -642,7 +642,7 @@ static void test_fake_device_backend(void) {
   CHECK(strstr(lt_last_error(), "cuda:3") != NULL);
 
   fake_device fd = {.capacity = 30 * MiB};
-  lt_raw_allocator raw = {fake_alloc, fake_free, fake_mem_info, &fd};
+  lt_raw_allocator raw = {.alloc = fake_alloc, .free = fake_free, .mem_info = fake_mem_info, .ctx = &fd};
   lt_alloc_set_backend(LT_DEVICE_CUDA, &raw);
   held a = must_alloc_on(dev, 5 * MiB, LT_CAT_PARAMETER); /* 20 MiB segment */
   CHECK_EQ_INT(fd.allocs, 1);

@@ -129,7 +129,7 @@ enum { LT_POOL_ALL = 0, LT_POOL_SMALL, LT_POOL_LARGE, LT_NPOOLS };
 typedef struct lt_memory_stats {
   lt_stat allocation[LT_NPOOLS];        /* number of live blocks */
   lt_stat segment[LT_NPOOLS];           /* number of segments from the device */
-  lt_stat active[LT_NPOOLS];            /* live blocks (same as allocation) */
+  lt_stat active[LT_NPOOLS];            /* live blocks, and freed ones still awaiting other streams */
   lt_stat inactive_split[LT_NPOOLS];    /* free blocks inside used segments */
   lt_stat allocated_bytes[LT_NPOOLS];   /* rounded bytes of live blocks */
   lt_stat reserved_bytes[LT_NPOOLS];    /* bytes of segments */
