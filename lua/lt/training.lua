@@ -3,7 +3,8 @@
 -- A checkpoint is one safetensors file (lt.save): the model's state_dict under
 -- "model.<name>", the optimizer's state tensors under "optim.<index>.<buffer>",
 -- and in the metadata the epoch, lt's RNG state and the optimizer's (and
--- scheduler's) scalar state, serialised as Lua table constructors. Loading it
+-- scheduler's and GradScaler's) scalar state, serialised as Lua table
+-- constructors. Loading it
 -- restores all of these, so a resumed run continues exactly as an
 -- uninterrupted one would.
 
@@ -46,7 +47,8 @@ local function deserialise(text, what)
   return chunk()
 end
 
--- Writes model, optimizer (optional), scheduler (optional) and epoch to path.
+-- Writes model, optimizer, scheduler and scaler (a GradScaler; all three
+-- optional) and epoch to path.
 function training.save_checkpoint(path, parts)
   local tensors, meta = {}, {epoch = tostring(parts.epoch or 0), rng = core.get_rng_state()}
   for name, t in pairs(parts.model:state_dict()) do tensors["model." .. name] = t end
@@ -65,11 +67,13 @@ function training.save_checkpoint(path, parts)
     meta.optim_groups = serialise(sd.param_groups)
   end
   if parts.scheduler then meta.scheduler = serialise(parts.scheduler:state_dict()) end
+  if parts.scaler then meta.scaler = serialise(parts.scaler:state_dict()) end
   core.save(path, tensors, {metadata = meta})
 end
 
--- Restores what save_checkpoint wrote into the given model/optimizer/scheduler
--- and lt's RNG; returns the saved epoch.
+-- Restores what save_checkpoint wrote into the given model/optimizer/
+-- scheduler/scaler and lt's RNG; returns the saved epoch. A scaler whose
+-- checkpoint has no scaler state (written without --amp fp16) keeps its own.
 function training.load_checkpoint(path, parts)
   local tensors, meta = core.load(path)
   local model_sd = {}
@@ -93,6 +97,10 @@ function training.load_checkpoint(path, parts)
   end
   if parts.scheduler and meta.scheduler then
     parts.scheduler:load_state_dict(deserialise(meta.scheduler, "scheduler"))
+  end
+  if parts.scaler and meta.scaler then
+    local sd = deserialise(meta.scaler, "scaler")
+    if next(sd) ~= nil then parts.scaler:load_state_dict(sd) end
   end
   core.set_rng_state(meta.rng)
   return math.tointeger(tonumber(meta.epoch)) or 0
@@ -247,7 +255,7 @@ function training.fit(model, optimizer, train, test, opts)
   if opts.resume then
     if opts.checkpoint == "" then error("--resume needs --checkpoint FILE", 0) end
     first_epoch = training.load_checkpoint(opts.checkpoint,
-      {model = model, optimizer = optimizer, scheduler = opts.scheduler}) + 1
+      {model = model, optimizer = optimizer, scheduler = opts.scheduler, scaler = scaler}) + 1
     print(("resumed from %s after epoch %d"):format(opts.checkpoint, first_epoch - 1))
   end
   local accuracy
@@ -267,7 +275,7 @@ function training.fit(model, optimizer, train, test, opts)
     if opts.scheduler then opts.scheduler:step() end
     if opts.checkpoint ~= "" then
       training.save_checkpoint(opts.checkpoint,
-        {model = model, optimizer = optimizer, scheduler = opts.scheduler, epoch = epoch})
+        {model = model, optimizer = optimizer, scheduler = opts.scheduler, scaler = scaler, epoch = epoch})
     end
   end
   accuracy = accuracy or training.evaluate(model, test, prepare, nil, device)
