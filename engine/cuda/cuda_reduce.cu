@@ -113,7 +113,8 @@ lt_status cuda_reduce(lt_reduce_op op, lt_tensor *out, const lt_tensor *in, cons
   reduce_geom_init(&g, in, reduced);
   if (g.kept.numel == 0) return LT_OK;
   cuda_device_guard guard(out->storage->device);
-  reduce_kernel<<<output_blocks(g.kept.numel), REDUCE_THREADS>>>(
+  const cudaStream_t stream = cuda_stream(); // the op device's current stream
+  reduce_kernel<<<output_blocks(g.kept.numel), REDUCE_THREADS, 0, stream>>>(
       g, (int)op, lt_dtype_is_floating(in->dtype), (char *)cuda_bytes(out), (int)out->dtype,
       (int64_t)lt_dtype_size(out->dtype));
   return cuda_check_launch(op == LT_REDUCE_SUM ? "sum" : op == LT_REDUCE_MEAN ? "mean" : "prod",
@@ -196,7 +197,8 @@ lt_status cuda_reduce_index(bool is_max, lt_tensor *values, lt_tensor *indices,
   reduce_geom_init(&g, in, reduced);
   if (g.kept.numel == 0 || g.reduced.numel == 0) return LT_OK;
   cuda_device_guard guard(in->storage->device);
-  reduce_index_kernel<<<output_blocks(g.kept.numel), REDUCE_THREADS>>>(
+  const cudaStream_t stream = cuda_stream(); // the op device's current stream
+  reduce_index_kernel<<<output_blocks(g.kept.numel), REDUCE_THREADS, 0, stream>>>(
       g, is_max, lt_dtype_is_floating(in->dtype), (int64_t)lt_dtype_size(in->dtype),
       values ? (char *)cuda_bytes(values) : NULL, indices ? (int64_t *)cuda_bytes(indices) : NULL,
       index_base);
