@@ -4,8 +4,9 @@
  * validate, convert 16-bit floats to float32, make operands contiguous and
  * allocate results; the kernels then see only live, contiguous float32 or
  * float64 tensors of one dtype (index tensors int64, masks bool) with the
- * shapes documented here, and never validate. Gradient outputs that are not
- * needed are NULL. */
+ * shapes documented here, and never validate. The flags below name the
+ * kernels that take 16-bit operands as they are instead. Gradient outputs
+ * that are not needed are NULL. */
 #ifndef LT_CORE_NN_BACKEND_H
 #define LT_CORE_NN_BACKEND_H
 
@@ -25,6 +26,12 @@ typedef struct lt_nn_backend {
    * operands as they are, accumulating in float32 (tensor cores), instead of
    * getting them converted to float32 by ops/. */
   bool half_matmul;
+  /* batch_norm (forward and backward) takes float16 and bfloat16 x, out,
+   * go and gx as they are, with float32 weight, bias, running and saved
+   * statistics and weight/bias gradients (cuDNN's mixed-precision batch
+   * norm, PyTorch's rule on CUDA), computing in float32 or wider; otherwise
+   * ops/ converts x and go to float32 too. */
+  bool half_batch_norm;
 
   /* out [M, O] = x [M, K] w[O, K]^T + b [O] (b may be NULL). */
   lt_status (*linear)(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
@@ -48,7 +55,9 @@ typedef struct lt_nn_backend {
   lt_status (*avg_pool2d)(lt_tensor *out, const lt_tensor *x, const lt_pool2d_opts *o);
   lt_status (*avg_pool2d_backward)(lt_tensor *gx, const lt_tensor *go, const lt_pool2d_opts *o);
 
-  /* x [N, C, S]; running stats, weight, bias [C] or NULL; save_* [C]. */
+  /* x [N, C, S]; running stats, weight, bias [C] or NULL; save_* [C]. With
+   * half_batch_norm, x/out (go/gx) may be float16 or bfloat16 while every
+   * [C] tensor is float32. */
   lt_status (*batch_norm)(lt_tensor *out, lt_tensor *save_mean, lt_tensor *save_invstd,
                           const lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
                           const lt_tensor *w, const lt_tensor *b, bool training,

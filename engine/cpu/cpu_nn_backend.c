@@ -4,6 +4,8 @@
 const lt_nn_backend lt_cpu_nn_backend = {
     .name = "cpu",
     .half_matmul = false,
+    /* the CPU kernels read float32 or float64 only: ops/ converts 16-bit x */
+    .half_batch_norm = false,
     .linear = cpu_nn_linear,
     .linear_backward = cpu_nn_linear_backward,
     .conv2d = cpu_nn_conv2d,

@@ -5,6 +5,7 @@
 static const lt_nn_backend cuda_nn_backend = {
     /* name */ "cuda",
     /* half_matmul */ true,
+    /* half_batch_norm */ true, // cuDNN's float16 batch norm, float32 parameters
     /* linear */ cuda_nn_linear,
     /* linear_backward */ cuda_nn_linear_backward,
     /* conv2d */ cuda_nn_conv2d,

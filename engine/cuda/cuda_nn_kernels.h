@@ -35,7 +35,9 @@ lt_status cuda_nn_avg_pool2d(lt_tensor *out, const lt_tensor *x, const lt_pool2d
 lt_status cuda_nn_avg_pool2d_backward(lt_tensor *gx, const lt_tensor *go,
                                       const lt_pool2d_opts *o);
 
-/* cuda_nn_batch_norm.cu (cuDNN) */
+/* cuda_nn_batch_norm.cu (cuDNN). Also takes float16 and bfloat16 x, out,
+ * go and gx as they are, with float32 per-channel tensors (the table's
+ * half_batch_norm); computes in float32 or wider. */
 lt_status cuda_nn_batch_norm(lt_tensor *out, lt_tensor *save_mean, lt_tensor *save_invstd,
                              const lt_tensor *x, lt_tensor *running_mean,
                              lt_tensor *running_var, const lt_tensor *w, const lt_tensor *b,

@@ -1,9 +1,24 @@
 /* batch_norm (torch.nn.functional.batch_norm): checks, the in-place running
- * statistics update, dispatch. x [N, C, ...] is seen as [N, C, S]. */
+ * statistics update, dispatch. x [N, C, ...] is seen as [N, C, S].
+ *
+ * Dtypes, as PyTorch: out and grad_input have x's dtype; the saved
+ * statistics are float32 for float16/bfloat16 x (x's dtype otherwise); the
+ * running statistics and the weight and bias gradients keep their own
+ * dtype. Batch norm is on no autocast list, so under autocast it runs in
+ * the dtype of the input it gets (16-bit after a lowered conv) with the
+ * module's float32 parameters. The per-channel tensors always reach the
+ * kernels in nn_compute_dtype (float32 for 16-bit x); x and grad_output
+ * stay 16-bit where the backend says half_batch_norm (cuDNN's mixed
+ * precision batch norm) and are converted to float32 otherwise. */
 #include <math.h>
 #include <string.h>
 
 #include "ops/nn_internal.h"
+
+/* The dtype be's kernels take x, out, grad_output and grad_input in. */
+static lt_dtype data_dtype(const lt_nn_backend *be, lt_dtype dt) {
+  return be->half_batch_norm ? dt : nn_compute_dtype(dt);
+}
 
 static int64_t spatial_size(const lt_tensor *x) {
   int64_t s = 1;
@@ -67,16 +82,16 @@ static lt_status batch_norm_forward(const lt_tensor *x, lt_tensor *running_mean,
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_compute_dtype(x->dtype), xt = data_dtype(be, x->dtype);
   const int64_t c = x->shape[1];
   nn_scope s = {0};
   lt_tensor *xc, *rm = NULL, *rv = NULL, *wc, *bc, *r, *mean, *invstd;
-  lt_status st = nn_prepare(&s, x, ct, &xc);
+  lt_status st = nn_prepare(&s, x, xt, &xc);
   if (st == LT_OK) st = nn_prepare(&s, running_mean, ct, &rm);
   if (st == LT_OK) st = nn_prepare(&s, running_var, ct, &rv);
   if (st == LT_OK) st = nn_prepare(&s, weight, ct, &wc);
   if (st == LT_OK) st = nn_prepare(&s, bias, ct, &bc);
-  if (st == LT_OK) st = nn_result(&s, x->shape, x->ndim, ct, dev, &r);
+  if (st == LT_OK) st = nn_result(&s, x->shape, x->ndim, xt, dev, &r);
   if (st == LT_OK) st = nn_result(&s, &c, 1, ct, dev, &mean);
   if (st == LT_OK) st = nn_result(&s, &c, 1, ct, dev, &invstd);
   if (st == LT_OK && lt_numel(x) > 0) {
@@ -146,16 +161,16 @@ lt_status lt_batch_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_compute_dtype(x->dtype), xt = data_dtype(be, x->dtype);
   const int64_t c = x->shape[1];
   nn_scope s = {0};
   lt_tensor *goc, *xc, *wc, *mc, *ic, *gx = NULL, *gw = NULL, *gb = NULL;
-  lt_status st = nn_prepare(&s, grad_out, ct, &goc);
-  if (st == LT_OK) st = nn_prepare(&s, x, ct, &xc);
+  lt_status st = nn_prepare(&s, grad_out, xt, &goc);
+  if (st == LT_OK) st = nn_prepare(&s, x, xt, &xc);
   if (st == LT_OK) st = nn_prepare(&s, weight, ct, &wc);
   if (st == LT_OK) st = nn_prepare(&s, save_mean, ct, &mc);
   if (st == LT_OK) st = nn_prepare(&s, save_invstd, ct, &ic);
-  if (st == LT_OK && need_input) st = nn_result(&s, x->shape, x->ndim, ct, dev, &gx);
+  if (st == LT_OK && need_input) st = nn_result(&s, x->shape, x->ndim, xt, dev, &gx);
   if (st == LT_OK && need_weight) st = nn_result(&s, &c, 1, ct, dev, &gw);
   if (st == LT_OK && need_bias) st = nn_result(&s, &c, 1, ct, dev, &gb);
   if (st == LT_OK) {

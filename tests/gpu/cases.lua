@@ -64,6 +64,43 @@ local function compare(fn, inputs, grads)
   return e
 end
 
+-- batch_norm(x, rm, rv, w, b) on the CPU and on CUDA from the same inputs
+-- (each run updates its own copy of the running statistics): the output,
+-- the gradients of x, w and b (those given) and the updated statistics
+-- compared. Every result must keep PyTorch's dtype: out and grad_input x's,
+-- the statistics and the weight and bias gradients their own.
+local function compare_batch_norm(x, w, b, rm, rv, training)
+  local weight = lt.randn(x.shape, {dtype = x.dtype})
+  local function check(dev, what, t, want)
+    if t.dtype ~= want then
+      error(string.format("%s: %s of dtype %s, expected %s", dev, what, t.dtype, want))
+    end
+  end
+  local function run(dev)
+    local xd, wd, bd = on(dev, x), w and on(dev, w), b and on(dev, b)
+    local m, v = rm and rm:clone():to(dev), rv and rv:clone():to(dev)
+    local out = F.batch_norm(xd, m, v, wd, bd, {training = training, momentum = 0.1, eps = 1e-5})
+    check(dev, "output", out, x.dtype)
+    ;(out * weight:to(dev)):sum():backward()
+    local r = {out:cpu(), xd.grad:cpu()}
+    check(dev, "grad_input", xd.grad, x.dtype)
+    -- the parameters' gradients, then the statistics themselves
+    for _, p in ipairs {{"grad_weight", w, wd and wd.grad}, {"grad_bias", b, bd and bd.grad},
+      {"running_mean", rm, m}, {"running_var", rv, v}} do
+      if p[2] then
+        if not p[3] then error(dev .. ": no " .. p[1]) end
+        check(dev, p[1], p[3], p[2].dtype)
+        r[#r + 1] = p[3]:cpu()
+      end
+    end
+    return r
+  end
+  local want, got = run("cpu"), run(device)
+  local e = 0
+  for i = 1, #want do e = math.max(e, max_error(got[i], want[i])) end
+  return e
+end
+
 local function add_elementwise(add, dtype, shape)
   local a = lt.randn(shape, {dtype = dtype})
   local b = lt.randn(shape, {dtype = dtype})
@@ -126,15 +163,58 @@ local function add_nn(add, dtype)
     return compare(function(x) return F.avg_pool2d(x, 3, {stride = 2, padding = 1}) end,
       {rand(2, 3, 9, 8)}, {})
   end)
-  if dtype == "float32" or dtype == "float64" then
-    for _, training in ipairs {true, false} do
-      add(training and "batch_norm_train" or "batch_norm_eval", function()
-        local rm, rv = lt.randn({5}, opts), lt.rand({5}, opts) + 0.5
-        return compare(function(x, w, b, m, v)
-          return F.batch_norm(x, m, v, w, b, {training = training, momentum = 0.1, eps = 1e-5})
-        end, {rand(4, 5, 3, 3), rand(5), rand(5), rm, rv}, {})
-      end)
+  -- batch_norm in every dtype, forward and backward (the running statistics
+  -- after the call compared too). With float16/bfloat16 input the CUDA
+  -- kernels take x as it is (cuDNN's mixed-precision batch norm) while the
+  -- CPU converts it to float32: the reference is that conversion.
+  local half = dtype == "float16" or dtype == "bfloat16"
+  local f32 = {dtype = "float32"}
+  for _, training in ipairs {true, false} do
+    local mode = training and "train" or "eval"
+    -- weight, bias and statistics in the input's dtype
+    add("batch_norm_" .. mode, function()
+      return compare_batch_norm(rand(4, 5, 3, 3), rand(5), rand(5), lt.randn({5}, opts),
+        lt.rand({5}, opts) + 0.5, training)
+    end)
+    if half then
+      -- 16-bit input with float32 weight, bias and statistics: a BatchNorm
+      -- module after a lowered conv under autocast, PyTorch's cuDNN case
+      for _, shape in ipairs {{4, 5, 3, 3}, {8, 16, 10, 10}} do
+        local c = shape[2]
+        add("batch_norm_mixed_" .. mode, function()
+          return compare_batch_norm(rand(table.unpack(shape)), grad(lt.randn({c}, f32)),
+            grad(lt.randn({c}, f32)), lt.randn({c}, f32), lt.rand({c}, f32) + 0.5, training)
+        end, table.concat(shape, "x"))
+      end
     end
+  end
+  if half then
+    -- no affine parameters and no running statistics (training only)
+    add("batch_norm_mixed_bare", function()
+      return compare_batch_norm(rand(4, 6, 5), nil, nil, nil, nil, true)
+    end)
+    -- conv2d then batch_norm under autocast, from float32 leaves: the conv
+    -- runs in dtype, batch_norm keeps it with its float32 parameters, and
+    -- every gradient reaches its float32 leaf
+    add("batch_norm_autocast", function()
+      local function fn(x, w, bw, bb, rm, rv)
+        local device_type = x.device:match("^cuda") and "cuda" or "cpu"
+        return lt.autocast({dtype = dtype, device_type = device_type}, function()
+          local y = F.conv2d(x, w, nil, {padding = 1})
+          local r = F.batch_norm(y, rm, rv, bw, bb, {training = true, momentum = 0.1, eps = 1e-5})
+          if y.dtype ~= dtype or r.dtype ~= dtype then
+            error("autocast batch_norm: got " .. y.dtype .. " -> " .. r.dtype .. ", want " .. dtype)
+          end
+          return r
+        end)
+      end
+      local stats = {lt.randn({6}, f32), lt.rand({6}, f32) + 0.5}
+      return compare(function(x, w, bw, bb)
+        local rm, rv = stats[1]:clone():to(x.device), stats[2]:clone():to(x.device)
+        return fn(x, w, bw, bb, rm, rv)
+      end, {grad(lt.randn({2, 3, 8, 8}, f32)), grad(lt.randn({6, 3, 3, 3}, f32)),
+        grad(lt.randn({6}, f32)), grad(lt.randn({6}, f32))}, {})
+    end)
   end
   add("layer_norm", function()
     return compare(function(x, w, b) return F.layer_norm(x, {40}, w, b) end,
