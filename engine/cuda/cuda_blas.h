@@ -1,12 +1,13 @@
 /* cuBLAS and cuBLASLt for the CUDA kernels that need a GEMM (matmul, linear):
- * one handle of each per device, a workspace from lt's caching allocator for
- * every call, and a row-major GEMM helper. Compiled by nvcc only (C++);
- * implemented in cuda_matmul.cu.
+ * one handle of each per device, one workspace per (device, stream) from
+ * lt's caching allocator, and a row-major GEMM helper. Compiled by nvcc only
+ * (C++); implemented in cuda_matmul.cu.
  *
  * Handles are made on first use with the device current (cuBLAS binds a
  * handle to the device current at cublasCreate) and live until the process
  * ends. They are used from lt's one compute thread (the Lua state), so the
- * workspace set on a handle is not raced; creation alone takes a lock. */
+ * stream and workspace set on a handle are not raced; creation alone takes
+ * a lock. */
 #ifndef LT_CUDA_BLAS_H
 #define LT_CUDA_BLAS_H
 
@@ -20,9 +21,9 @@
  * allow_tf32 = False. */
 
 /* The cuBLAS handle of dev (dev must be current: run under a
- * cuda_device_guard), bound to LT_CUDA_STREAM. Callers set a workspace before
- * each call through cuda_blas_session; a handle left without one runs
- * without a workspace. */
+ * cuda_device_guard). It is shared by every stream of the device, so use it
+ * only through cuda_blas_session, which binds it to the current stream and
+ * that stream's workspace before each use. */
 lt_status cuda_cublas_handle(lt_device dev, cublasHandle_t *out);
 /* The cuBLASLt handle of dev (cuBLASLt takes the stream and workspace per
  * call, so this handle holds neither). */
@@ -31,30 +32,40 @@ lt_status cuda_cublaslt_handle(lt_device dev, cublasLtHandle_t *out);
 /* "cuda: <op>: <call>: <cuBLAS's reason>" as an LT_ERR_DEVICE. */
 lt_status cuda_cublas_fail(const char *op, const char *call, cublasStatus_t s);
 
-/* The workspace size cuBLAS's documentation recommends (cublasSetWorkspace):
- * 32 MiB on Hopper (compute capability 9.x) and later, 4 MiB before. */
-size_t cuda_blas_workspace_bytes(lt_device dev);
+/* The size of a cuBLAS workspace on dev: env LT_CUBLAS_WORKSPACE_BYTES (a
+ * whole number of bytes, at most 4 GiB, rounded up to a multiple of 256; 0
+ * runs cuBLAS without one), else 32 MiB on compute capability 9.x and later
+ * (cuBLAS's recommendation for Hopper) and 8 MiB before. A malformed
+ * LT_CUBLAS_WORKSPACE_BYTES is an LT_ERR_ARG naming the variable, op and the
+ * value, from every GEMM, so that it cannot go unnoticed. */
+lt_status cuda_blas_workspace_bytes(const char *op, lt_device dev, size_t *bytes);
 
-/* Takes a cuBLAS workspace from the caching allocator (category workspace,
- * so that lt's statistics count it). Out of memory is not an error here:
- * *bytes is then 0 and the call runs without a workspace (cuBLAS then leaves
- * out the algorithms that need one, e.g. some split-K ones). */
-lt_status cuda_blas_workspace(lt_device dev, cuda_workspace *ws, size_t *bytes);
+/* The workspace of (dev, stream) for cuBLAS and cuBLASLt: taken from the
+ * caching allocator (category workspace) the first time a GEMM runs on that
+ * stream, while stream is current (so the block is tagged with it), and kept
+ * for the process as PyTorch keeps its cuBLAS workspaces: lt.memory.stats
+ * shows them under by_category.workspace, and empty_cache does not release
+ * them. Sharing one workspace between every cuBLAS and cuBLASLt call on a
+ * stream is safe because those calls run one after another in stream order
+ * (as PyTorch's unified cuBLAS/cuBLASLt workspace). An out-of-memory while
+ * taking it is the op's error (LT_ERR_OOM, after the allocator's collect,
+ * empty-cache and retry). *ptr is NULL and *bytes 0 when the size is 0.
+ * stream must be dev's current stream (the block is tagged with it) and dev
+ * must be current. */
+lt_status cuda_blas_workspace(const char *op, lt_device dev, cudaStream_t stream, void **ptr,
+                              size_t *bytes);
 
-/* One or more classic-cuBLAS calls: the handle with a fresh workspace set.
- * The destructor detaches the workspace (cublasSetWorkspace(NULL, 0)) before
- * giving the block back, so that no later call on the handle can use memory
- * the allocator has handed on. Several calls in one session share the
- * workspace: they run in stream order. */
+/* One or more classic-cuBLAS calls on the current stream: begin binds dev's
+ * handle to the current stream (cublasSetStream) and then to that stream's
+ * workspace (cublasSetWorkspace: cublasSetStream resets the workspace to
+ * cuBLAS's own, so the order matters), every time, since the handle is
+ * shared by all of the device's streams. Nothing to undo afterwards: the
+ * workspace lives as long as the handle. */
 struct cuda_blas_session {
   cublasHandle_t handle;
-  cuda_workspace ws;
-  size_t ws_bytes;
-  cuda_blas_session() : handle(NULL), ws_bytes(0) {}
+  cudaStream_t stream; /* the stream the calls are queued on */
+  cuda_blas_session() : handle(NULL), stream(0) {}
   lt_status begin(const char *op, lt_device dev);
-  ~cuda_blas_session() {
-    if (handle) (void)cublasSetWorkspace(handle, NULL, 0);
-  }
   cuda_blas_session(const cuda_blas_session &) = delete;
   cuda_blas_session &operator=(const cuda_blas_session &) = delete;
 };
@@ -66,8 +77,8 @@ struct cuda_blas_session {
 bool cuda_blas_types(lt_dtype dt, cudaDataType_t *data, cublasComputeType_t *compute);
 
 /* Row-major C[m, n] = op(A)[m, k] op(B)[k, n] + beta C with alpha = 1, on
- * dev's stream, for float32/float64/float16/bfloat16 operands of one dtype.
- * op(A) = A^T when transa, i.e. A is stored [k, m]; likewise B. lda, ldb,
+ * the current stream, for float32/float64/float16/bfloat16 operands of one
+ * dtype. op(A) = A^T when transa, i.e. A is stored [k, m]; likewise B. lda, ldb,
  * ldc are row-major leading dimensions (elements between rows, at least 1
  * and at least the stored row length). k = 0 gives beta C (beta 0 or 1
  * only); m = 0 or n = 0 does nothing. op names the lt op in messages. dev

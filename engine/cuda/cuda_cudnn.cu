@@ -24,24 +24,23 @@ lt_status cuda_cudnn_handle(const char *op, lt_device dev, cudnnHandle_t *out) {
     return lt_error(LT_ERR_DEVICE, "cuda: %s: device index %d out of range", op, (int)dev.index);
   pthread_mutex_lock(&handles_lock);
   cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
-  const char *call = "cudnnCreate";
-  if (!handles[dev.index]) {
-    cudnnHandle_t h = NULL;
+  cudnnHandle_t h = handles[dev.index];
+  if (!h) {
     s = cudnnCreate(&h);
-    if (s == CUDNN_STATUS_SUCCESS) {
-      // Every lt kernel and library call runs on LT_CUDA_STREAM; binding the
-      // handle to it once is enough since that stream never changes.
-      call = "cudnnSetStream";
-      s = cudnnSetStream(h, LT_CUDA_STREAM);
-      if (s == CUDNN_STATUS_SUCCESS)
-        handles[dev.index] = h;
-      else
-        (void)cudnnDestroy(h);
-    }
+    if (s == CUDNN_STATUS_SUCCESS)
+      handles[dev.index] = h;
+    else
+      h = NULL;
   }
-  *out = handles[dev.index];
   pthread_mutex_unlock(&handles_lock);
-  if (s != CUDNN_STATUS_SUCCESS) return cuda_cudnn_fail(op, call, s);
+  if (s != CUDNN_STATUS_SUCCESS) return cuda_cudnn_fail(op, "cudnnCreate", s);
+  // The handle serves every stream of the device: bound to the current one
+  // at each use (a cheap setter, as PyTorch's getCudnnHandle does), so that
+  // the op's cuDNN calls queue behind its kernels and its workspace (taken on
+  // this stream) is reused only after them.
+  s = cudnnSetStream(h, cuda_stream());
+  if (s != CUDNN_STATUS_SUCCESS) return cuda_cudnn_fail(op, "cudnnSetStream", s);
+  *out = h;
   return LT_OK;
 }
 

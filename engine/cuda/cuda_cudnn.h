@@ -37,9 +37,11 @@ lt_status cuda_cudnn_fail(const char *op, const char *call, cudnnStatus_t s);
       return cuda_cudnn_fail(op, #fn, cudnn_try_s_);                     \
   } while (0)
 
-/* The handle of dev, created on first use and bound to LT_CUDA_STREAM. Call
- * with dev current (cuda_device_guard): a handle belongs to the device that
- * was current when it was made. */
+/* The handle of dev, created on first use, bound to the current stream
+ * (cuda_stream()) at every call: get it once per op, after the op's device
+ * guard, and use it for that op only. Call with dev current
+ * (cuda_device_guard): a handle belongs to the device that was current when
+ * it was made. */
 lt_status cuda_cudnn_handle(const char *op, lt_device dev, cudnnHandle_t *out);
 
 /* float32, float64, float16, bfloat16 -> the cuDNN data type; false for the

@@ -47,18 +47,43 @@ void lt_cuda_install_backend(void);
 void lt_cuda_install_nn_backend(void);    /* cuda_nn_backend.cu */
 void lt_cuda_install_optim_backend(void); /* cuda_optim.cu */
 
-/* Every kernel, library call and copy of lt runs on the current stream of
- * the current device (cuda_stream.cu; lt_cuda_set_stream changes it). The
+/* ---- streams (cuda_stream.cu) ----
+ * Every kernel, library call and copy of lt runs on the current stream of
+ * the current device (lt_cuda_set_stream changes it; lt/cuda.h). The
  * caching allocator tags blocks with the stream current at allocation and
- * reuses them only on that stream, so stream order keeps reuse safe. */
+ * reuses them only on that stream, so stream order keeps reuse safe.
+ *
+ * cuda_stream() is that stream for the device current now (cudaGetDevice):
+ * ops call it under their cuda_device_guard, so it is the stream of the
+ * op's device. Evaluate it once per op into a local and pass the local to
+ * every launch, copy and library call of the op, so that one op never
+ * straddles two streams. It never fails: if cudaGetDevice does (a broken
+ * context, where the op's own calls fail next and report it), it answers 0,
+ * the legacy default stream. */
 cudaStream_t cuda_stream(void);
-#define LT_CUDA_STREAM (cuda_stream())
+/* The current stream of device (N of cuda:N) without making it current;
+ * 0 for an index out of range. */
+cudaStream_t cuda_stream_of(int device);
+/* Streams per device in the pool lt_cuda_stream_new hands out. */
+#define CUDA_STREAM_POOL_SIZE 32
+/* A small number naming stream among device's streams, for per-stream
+ * tables (the cuBLAS workspaces): 0 for the default stream, 1 + its place in
+ * the pool for a pool stream, -1 for anything else (a foreign stream or a
+ * device out of range). */
+int cuda_stream_slot(int device, cudaStream_t stream);
+#define CUDA_STREAM_SLOTS (CUDA_STREAM_POOL_SIZE + 1)
 
-/* A library workspace (cuBLAS, cuDNN) taken from the caching allocator under
- * the workspace category, so that statistics and the memory history show it
- * and an out-of-memory there takes the usual path (collect, empty the cache,
- * retry, a catchable error). Given back when the scope ends: stream order
- * makes that safe while the library call that uses it is still queued. */
+/* A library workspace (cuDNN, scratch buffers of lt's own kernels) taken
+ * from the caching allocator under the workspace category, so that
+ * statistics and the memory history show it and an out-of-memory there
+ * takes the usual path (collect, empty the cache, retry, a catchable error).
+ * Given back when the scope ends, while the library call or kernel that
+ * uses it may still be queued: that is safe because the block was allocated
+ * on the current stream and the allocator hands it out again only to
+ * allocations on that same stream, whose work runs after the queued call
+ * (stream order). So the workspace must be used only on the stream current
+ * when get() ran. (cuBLAS's workspace is per stream and kept for the
+ * process: cuda_blas.h.) */
 struct cuda_workspace {
   void *ptr;
   lt_block *block;
@@ -75,17 +100,31 @@ struct cuda_workspace {
 
 /* Makes dev the current device for the guard's lifetime: kernels and cuBLAS
  * run on the current device, and a tensor on cuda:1 must not be touched from
- * cuda:0's context. Restores the caller's device afterwards. */
+ * cuda:0's context. Restores the caller's device afterwards. A failed switch
+ * leaves the caller's device current and is kept in error/error_call (most
+ * callers need not look: a kernel on the wrong device then fails with its
+ * own error; code that records events or queues on stream 0 of a device it
+ * names checks, since stream 0 means "the current device's"). */
 struct cuda_device_guard {
   int previous;
   bool changed;
-  explicit cuda_device_guard(lt_device dev) : previous(0), changed(false) {
+  cudaError_t error;      /* cudaSuccess, or why dev could not be made current */
+  const char *error_call; /* "cudaGetDevice" or "cudaSetDevice" when error is set */
+  explicit cuda_device_guard(lt_device dev)
+      : previous(0), changed(false), error(cudaSuccess), error_call(NULL) {
     if (dev.type != LT_DEVICE_CUDA) return;
-    if (cudaGetDevice(&previous) != cudaSuccess) {
+    cudaError_t e = cudaGetDevice(&previous);
+    if (e != cudaSuccess) {
       (void)cudaGetLastError();
+      error = e, error_call = "cudaGetDevice";
       return;
     }
-    if (previous != dev.index && cudaSetDevice(dev.index) == cudaSuccess) changed = true;
+    if (previous == dev.index) return;
+    e = cudaSetDevice(dev.index);
+    if (e == cudaSuccess)
+      changed = true;
+    else // left pending on purpose: the op's next launch check reports it
+      error = e, error_call = "cudaSetDevice";
   }
   ~cuda_device_guard() {
     if (changed) (void)cudaSetDevice(previous);

@@ -6,12 +6,16 @@
 // accumulating in wrapping int64 (cuBLAS has no int64 GEMM).
 //
 // Also home of what cuda_blas.h declares: the per-device cuBLAS/cuBLASLt
-// handles, their workspaces from the caching allocator, and cuda_gemm.
+// handles, the per-(device, stream) workspaces from the caching allocator,
+// and cuda_gemm.
 //
 // cuBLAS is column-major and lt row-major: a row-major n x m matrix is the
 // column-major m x n one, so out^T = b^T a^T is computed with b first.
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "cuda/cuda_blas.h"
 #include "cuda/cuda_convert.cuh"
@@ -50,10 +54,8 @@ lt_status cuda_cublas_handle(lt_device dev, cublasHandle_t *out) {
     cublasHandle_t h = NULL;
     call = "cublasCreate";
     s = cublasCreate(&h);
-    // Every lt kernel runs on LT_CUDA_STREAM; cublasSetStream also resets the
-    // workspace to cuBLAS's own pool, so it is done once here and never
-    // between cublasSetWorkspace and a call.
-    if (s == CUBLAS_STATUS_SUCCESS) call = "cublasSetStream", s = cublasSetStream(h, LT_CUDA_STREAM);
+    // The stream and the workspace are not set here: the handle serves every
+    // stream of the device, so cuda_blas_session sets both before each use.
     // 16-bit GEMMs promise float32 accumulation: forbid split-K reductions in
     // the 16-bit output type (cuBLAS allows them by default for mixed
     // precision). Default math otherwise: float32 uses TF32 only when a call
@@ -86,34 +88,129 @@ lt_status cuda_cublaslt_handle(lt_device dev, cublasLtHandle_t *out) {
   return LT_OK;
 }
 
-size_t cuda_blas_workspace_bytes(lt_device dev) {
+// ---- workspace size: LT_CUBLAS_WORKSPACE_BYTES or by compute capability ----
+
+#define WORKSPACE_ENV "LT_CUBLAS_WORKSPACE_BYTES"
+#define WORKSPACE_MAX ((unsigned long long)4 << 30)
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static bool env_set, env_bad;
+static size_t env_bytes;
+static char env_text[64]; // the value as given, for the error message (cut short)
+
+static void read_workspace_env(void) {
+  const char *s = getenv(WORKSPACE_ENV);
+  if (!s || !*s) return;
+  env_set = true;
+  snprintf(env_text, sizeof env_text, "%s", s);
+  // Digits only: strtoull alone would take "-1" as the largest value, " 8"
+  // with a space, and "8MiB" as 8.
+  for (const char *p = s; *p; p++)
+    if (*p < '0' || *p > '9') {
+      env_bad = true;
+      return;
+    }
+  errno = 0;
+  char *end = NULL;
+  const unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || !end || *end != '\0' || v > WORKSPACE_MAX) {
+    env_bad = true;
+    return;
+  }
+  // cuBLAS wants the workspace 256-byte aligned; a size in whole 256-byte
+  // units keeps any use of its end aligned too.
+  env_bytes = (size_t)((v + 255) / 256 * 256);
+}
+
+lt_status cuda_blas_workspace_bytes(const char *op, lt_device dev, size_t *bytes) {
+  *bytes = 0;
+  pthread_once(&env_once, read_workspace_env);
+  if (env_bad)
+    return lt_error(LT_ERR_ARG,
+                    "cuda: %s: " WORKSPACE_ENV "=\"%s\" is not a byte count (a whole number "
+                    "from 0 to %llu)",
+                    op, env_text, WORKSPACE_MAX);
+  if (env_set) {
+    *bytes = env_bytes;
+    return LT_OK;
+  }
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev.index) != cudaSuccess) {
     (void)cudaGetLastError();
-    major = 0;
+    major = 0; // unknown: the smaller size
   }
-  return (size_t)(major >= 9 ? 32 : 4) << 20;
+  *bytes = (size_t)(major >= 9 ? 32 : 8) << 20;
+  return LT_OK;
 }
 
-lt_status cuda_blas_workspace(lt_device dev, cuda_workspace *ws, size_t *bytes) {
+// ---- one workspace per (device, stream), kept for the process ----
+//
+// Only lt's compute thread reaches this table (see cuda_blas.h), so it takes
+// no lock; lt_alloc must not run under one anyway, since its out-of-memory
+// hook runs a Lua collection whose finalizers may run more lt code.
+
+struct blas_workspace {
+  void *ptr;
+  lt_block *block; // NULL until taken (and when the size is 0)
+  size_t bytes;
+  bool ready;
+};
+
+static blas_workspace workspaces[LT_MAX_DEVICES][CUDA_STREAM_SLOTS];
+
+lt_status cuda_blas_workspace(const char *op, lt_device dev, cudaStream_t stream, void **ptr,
+                              size_t *bytes) {
+  *ptr = NULL;
   *bytes = 0;
-  const size_t want = cuda_blas_workspace_bytes(dev);
-  const lt_status st = ws->get(dev, want);
-  if (st == LT_ERR_OOM) return LT_OK; // run without one (ws->ptr is NULL)
-  if (st != LT_OK) return st;
-  // The caching allocator hands out 512-byte-aligned blocks; cuBLAS asks
-  // for at least 256.
-  *bytes = want;
+  LT_TRY(check_slot(dev));
+  // The block is tagged with dev's current stream (lt_alloc asks the raw
+  // allocator), so only that stream's workspace can be taken here.
+  const int slot = cuda_stream_slot(dev.index, stream);
+  if (slot < 0 || stream != cuda_stream_of(dev.index))
+    return lt_error(LT_ERR_INTERNAL,
+                    "cuda: %s: cuBLAS workspace asked for stream 0x%llx, not the current stream "
+                    "of cuda:%d",
+                    op, (unsigned long long)(uintptr_t)stream, (int)dev.index);
+  blas_workspace *w = &workspaces[dev.index][slot];
+  if (!w->ready) {
+    size_t want;
+    LT_TRY(cuda_blas_workspace_bytes(op, dev, &want));
+    void *p = NULL;
+    lt_block *b = NULL;
+    // Taken while stream is current on dev (the caller's guard and
+    // cuda_stream()), so the allocator tags the block with it.
+    if (want > 0) LT_TRY(lt_alloc(dev, want, LT_CAT_WORKSPACE, &p, &b));
+    if (w->ready) {
+      // The allocation's out-of-memory hook ran lt code that filled this
+      // slot meanwhile: keep that one.
+      if (b) lt_free(b);
+    } else {
+      w->ptr = p;
+      w->block = b;
+      w->bytes = want;
+      w->ready = true;
+    }
+  }
+  *ptr = w->ptr;
+  *bytes = w->bytes;
   return LT_OK;
 }
 
 lt_status cuda_blas_session::begin(const char *op, lt_device dev) {
   cublasHandle_t h;
   LT_TRY(cuda_cublas_handle(dev, &h));
-  handle = h; // from here on the destructor detaches whatever was set
-  LT_TRY(cuda_blas_workspace(dev, &ws, &ws_bytes));
-  const cublasStatus_t s = cublasSetWorkspace(h, ws_bytes ? ws.ptr : NULL, ws_bytes);
-  if (s != CUBLAS_STATUS_SUCCESS) return cuda_cublas_fail(op, "cublasSetWorkspace", s);
+  const cudaStream_t s = cuda_stream();
+  void *ws;
+  size_t ws_bytes;
+  LT_TRY(cuda_blas_workspace(op, dev, s, &ws, &ws_bytes));
+  // cublasSetStream resets the handle's workspace to cuBLAS's own pool, so
+  // the workspace is set after it, every time.
+  cublasStatus_t st = cublasSetStream(h, s);
+  if (st != CUBLAS_STATUS_SUCCESS) return cuda_cublas_fail(op, "cublasSetStream", st);
+  st = cublasSetWorkspace(h, ws, ws_bytes);
+  if (st != CUBLAS_STATUS_SUCCESS) return cuda_cublas_fail(op, "cublasSetWorkspace", st);
+  handle = h;
+  stream = s;
   return LT_OK;
 }
 
@@ -156,7 +253,7 @@ lt_status cuda_gemm(const char *op, lt_device dev, lt_dtype dt, bool transa, boo
     if (beta != 0.0)
       return lt_error(LT_ERR_INTERNAL, "cuda: %s: a k = 0 GEMM takes beta 0 or 1", op);
     CUDA_TRY(op, cudaMemset2DAsync(c, (size_t)ldc * es, 0, (size_t)n * es, (size_t)m,
-                                   LT_CUDA_STREAM));
+                                   cuda_stream()));
     return LT_OK;
   }
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
@@ -283,9 +380,8 @@ static lt_status int_matmul(lt_tensor *out, const lt_tensor *a, const lt_tensor 
   g.esize = (int64_t)lt_dtype_size(out->dtype);
   const int64_t total = g.nbatch * g.n * g.m;
   if (total == 0) return LT_OK;
-  int_matmul_kernel<<<cuda_blocks_for(total), CUDA_THREADS>>>(g, (const char *)cuda_bytes(a),
-                                                              (const char *)cuda_bytes(b),
-                                                              (char *)cuda_bytes(out));
+  int_matmul_kernel<<<cuda_blocks_for(total), CUDA_THREADS, 0, cuda_stream()>>>(
+      g, (const char *)cuda_bytes(a), (const char *)cuda_bytes(b), (char *)cuda_bytes(out));
   return cuda_check_launch("matmul", "int_matmul_kernel");
 }
 
@@ -325,7 +421,7 @@ lt_status cuda_matmul(lt_tensor *out, const lt_tensor *a, const lt_tensor *b) {
   for (int d = 0; d < nd - 2; d++) nbatch *= out->shape[d];
   if (nbatch == 0 || n == 0 || m == 0) return LT_OK;
   if (k == 0) { // an empty sum: zeros, without asking cuBLAS about k = 0
-    CUDA_TRY("matmul", cudaMemsetAsync(cuda_bytes(out), 0, lt_nbytes(out)));
+    CUDA_TRY("matmul", cudaMemsetAsync(cuda_bytes(out), 0, lt_nbytes(out), cuda_stream()));
     return LT_OK;
   }
   if (n > INT_MAX || m > INT_MAX || k > INT_MAX)
@@ -342,7 +438,7 @@ lt_status cuda_matmul(lt_tensor *out, const lt_tensor *a, const lt_tensor *b) {
   if (c.lda > INT_MAX || c.ldb > INT_MAX)
     return lt_error(LT_ERR_ARG, "cuda: matmul: a leading dimension exceeds cuBLAS's int range");
 
-  // One workspace for every call below: they run in stream order.
+  // One stream and workspace for every call below: they run in stream order.
   cuda_blas_session blas;
   LT_TRY(blas.begin("matmul", out->storage->device));
   const cublasHandle_t h = blas.handle;

@@ -1,6 +1,7 @@
 // The CUDA device's raw memory for the caching allocator (engine/alloc):
-// cudaMalloc/cudaFree on the device the allocator names, and cudaHostAlloc
-// for the pinned host pool. Pooling, splitting, statistics and limits live in
+// cudaMalloc/cudaFree on the device the allocator names, the stream hooks
+// (current stream, events) of its per-stream pools, and cudaHostAlloc for
+// the pinned host pool. Pooling, splitting, statistics and limits live in
 // the one caching allocator every device shares, so this file stays thin.
 #include <stdio.h>
 
@@ -14,6 +15,12 @@ static char last_error[256];
 static void remember(const char *call, int index, size_t nbytes, cudaError_t e) {
   snprintf(last_error, sizeof last_error, "cuda: %s(%zu bytes) on cuda:%d: %s", call, nbytes,
            index, cudaGetErrorString(e));
+}
+
+// The same for a call with no byte count (the stream hooks' event calls).
+static void remember_call(const char *call, int index, cudaError_t e) {
+  snprintf(last_error, sizeof last_error, "cuda: %s on cuda:%d: %s", call, index,
+           cudaGetErrorString(e));
 }
 
 static void *cuda_raw_alloc(void *ctx, int index, size_t nbytes) {
@@ -51,10 +58,110 @@ static bool cuda_mem_info(void *ctx, int index, size_t *free_bytes, size_t *tota
   cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    remember("cudaMemGetInfo", index, 0, e);
+    remember_call("cudaMemGetInfo", index, e);
     return false;
   }
   return true;
+}
+
+// ---- streams (the caching allocator's per-stream pools; lt/alloc.h) ----
+//
+// The allocator tags each segment with the stream current at allocation and,
+// for a block also used on other streams (lt_block_record_stream), records an
+// event on each of them at its free and keeps the block out of its pool until
+// every event has completed. Events are made and recorded with device index
+// current: an event belongs to the device current when it is made and may be
+// recorded only on a stream of that device.
+
+static lt_stream_id cuda_current_stream(void *ctx, int index) {
+  (void)ctx;
+  return (lt_stream_id)cuda_stream_of(index);
+}
+
+static void *cuda_record_event(void *ctx, int index, lt_stream_id stream) {
+  (void)ctx;
+  lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
+  cuda_device_guard guard(dev);
+  if (guard.error != cudaSuccess) {
+    // Stream 0 would then mean another device's default stream.
+    (void)cudaGetLastError();
+    remember_call(guard.error_call, index, guard.error);
+    return NULL;
+  }
+  cudaEvent_t ev = NULL;
+  // No timing: cheaper to record and to query, and only completion matters.
+  cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    remember_call("cudaEventCreateWithFlags", index, e);
+    return NULL; // the allocator then synchronizes the device instead
+  }
+  e = cudaEventRecord(ev, (cudaStream_t)stream);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    remember_call("cudaEventRecord", index, e);
+    (void)cudaEventDestroy(ev);
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  return (void *)ev;
+}
+
+static bool cuda_event_done(void *ctx, int index, void *event) {
+  (void)ctx;
+  lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
+  cuda_device_guard guard(dev);
+  const cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+  if (e == cudaSuccess) return true;
+  (void)cudaGetLastError(); // "not ready" must not reach the next launch check
+  if (e == cudaErrorNotReady) return false;
+  // Any other error means the context is broken (a fault in a kernel): the
+  // work the event marks will never complete normally, and answering "not
+  // done" forever would keep the block out of the pool for the process. The
+  // failure is kept for lt_cuda_last_alloc_error.
+  remember_call("cudaEventQuery", index, e);
+  return true;
+}
+
+static void cuda_event_wait(void *ctx, int index, void *event) {
+  (void)ctx;
+  lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
+  cuda_device_guard guard(dev);
+  const cudaError_t e = cudaEventSynchronize((cudaEvent_t)event);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    remember_call("cudaEventSynchronize", index, e);
+  }
+}
+
+static void cuda_event_free(void *ctx, int index, void *event) {
+  (void)ctx;
+  lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
+  cuda_device_guard guard(dev);
+  const cudaError_t e = cudaEventDestroy((cudaEvent_t)event);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    remember_call("cudaEventDestroy", index, e);
+  }
+}
+
+static void cuda_device_sync(void *ctx, int index) {
+  (void)ctx;
+  lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
+  cuda_device_guard guard(dev);
+  if (guard.error != cudaSuccess) {
+    // Not the device asked for: nothing here can prove its streams are done.
+    (void)cudaGetLastError();
+    remember_call(guard.error_call, index, guard.error);
+    return;
+  }
+  // Every stream of the device, the pool's included: the fallback when an
+  // event could not be recorded.
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    remember_call("cudaDeviceSynchronize", index, e);
+  }
 }
 
 // ---- pinned host memory ----
@@ -85,9 +192,27 @@ static void pinned_free(void *ctx, int index, void *ptr, size_t nbytes) {
 }
 
 void lt_cuda_install_allocator(void) {
-  lt_raw_allocator raw = {cuda_raw_alloc, cuda_raw_free, cuda_mem_info, NULL};
+  // Members by name: the struct grows (the stream hooks came later), and a
+  // positional list would quietly put a pointer in the wrong slot.
+  lt_raw_allocator raw = {};
+  raw.alloc = cuda_raw_alloc;
+  raw.free = cuda_raw_free;
+  raw.mem_info = cuda_mem_info;
+  raw.current_stream = cuda_current_stream;
+  raw.record_event = cuda_record_event;
+  raw.event_done = cuda_event_done;
+  raw.event_wait = cuda_event_wait;
+  raw.event_free = cuda_event_free;
+  raw.synchronize = cuda_device_sync;
+  raw.ctx = NULL;
   lt_alloc_set_backend(LT_DEVICE_CUDA, &raw);
-  lt_raw_allocator pinned = {pinned_alloc, pinned_free, NULL, NULL};
+  // The pinned pool has one stream (its hooks stay NULL): a copy still
+  // reading or writing its pages is waited for through the storage's
+  // pending_copy event (cuda_copy.cu), not through the allocator.
+  lt_raw_allocator pinned = {};
+  pinned.alloc = pinned_alloc;
+  pinned.free = pinned_free;
+  pinned.ctx = NULL;
   lt_alloc_set_pinned_backend(&pinned);
 }
 

@@ -141,8 +141,8 @@ lt_status act_launch(const char *op_name, lt_tensor *out, const lt_tensor *a, co
   const int64_t work = vec ? nvec + (n - nvec * W) : n;
   int64_t blocks = (work + ACT_THREADS - 1) / ACT_THREADS;
   if (blocks > ACT_MAX_BLOCKS) blocks = ACT_MAX_BLOCKS;
-  act_kernel<T, Op><<<(unsigned)blocks, ACT_THREADS, 0, LT_CUDA_STREAM>>>(po, pa, pb, pm, n, nvec,
-                                                                          op);
+  act_kernel<T, Op><<<(unsigned)blocks, ACT_THREADS, 0, cuda_stream()>>>(po, pa, pb, pm, n,
+                                                                         nvec, op);
   return cuda_check_launch(op_name, "act_kernel");
 }
 

@@ -171,6 +171,7 @@ template <typename T>
 lt_status class_forward(const char *op, lt_tensor *loss, lt_tensor *lse, const lt_tensor *z,
                         const lt_tensor *target, const lt_tensor *weight,
                         const lt_class_loss_opts *o, bool log_probs) {
+  const cudaStream_t stream = cuda_stream();
   const lt_device dev = loss->storage->device;
   const bool per_element = o->reduction == LT_REDUCTION_NONE;
   fwd_args<T> a;
@@ -208,14 +209,13 @@ lt_status class_forward(const char *op, lt_tensor *loss, lt_tensor *lse, const l
     if (a.inner > 1 || a.c < CL_THREAD_MAX_CLASSES || (log_probs && a.eps == 0.0)) {
       // nll without smoothing reads one entry per element: a thread is plenty.
       kernel = "class_thread_kernel";
-      class_thread_kernel<T><<<grid_for(a.elements, CL_THREADS), CL_THREADS, 0, LT_CUDA_STREAM>>>(a);
+      class_thread_kernel<T><<<grid_for(a.elements, CL_THREADS), CL_THREADS, 0, stream>>>(a);
     } else if (a.c <= CL_WARP_MAX_CLASSES) {
       kernel = "class_warp_kernel";
-      class_warp_kernel<T><<<grid_for(a.elements, CL_THREADS / 32), CL_THREADS, 0,
-                             LT_CUDA_STREAM>>>(a);
+      class_warp_kernel<T><<<grid_for(a.elements, CL_THREADS / 32), CL_THREADS, 0, stream>>>(a);
     } else {
       kernel = "class_block_kernel";
-      class_block_kernel<T><<<grid_for(a.elements, 1), CL_THREADS, 0, LT_CUDA_STREAM>>>(a);
+      class_block_kernel<T><<<grid_for(a.elements, 1), CL_THREADS, 0, stream>>>(a);
     }
     const lt_status st = cuda_check_launch(op, kernel);
     if (st != LT_OK) return st;
@@ -224,12 +224,12 @@ lt_status class_forward(const char *op, lt_tensor *loss, lt_tensor *lse, const l
 
   // No element at all: the final kernel sums nothing (0, or NaN for mean).
   if (chunks > 0) {
-    pair_partial_kernel<<<(unsigned)chunks, CL_THREADS, 0, LT_CUDA_STREAM>>>(
+    pair_partial_kernel<<<(unsigned)chunks, CL_THREADS, 0, stream>>>(
         a.part_loss, a.part_weight, a.elements, chunk, chunk_l, chunk_w);
     const lt_status st = cuda_check_launch(op, "pair_partial_kernel");
     if (st != LT_OK) return st;
   }
-  loss_total_kernel<T><<<1, CL_FINAL_THREADS, 0, LT_CUDA_STREAM>>>(
+  loss_total_kernel<T><<<1, CL_FINAL_THREADS, 0, stream>>>(
       chunk_l, chunk_w, chunks, o->reduction == LT_REDUCTION_MEAN, (T *)cuda_bytes(loss));
   return cuda_check_launch(op, "loss_total_kernel");
 }
@@ -325,6 +325,7 @@ template <typename T>
 lt_status class_backward(const char *op, lt_tensor *gz, const lt_tensor *gl, const lt_tensor *z,
                          const lt_tensor *target, const lt_tensor *weight, const lt_tensor *lse,
                          const lt_class_loss_opts *o, bool log_probs) {
+  const cudaStream_t stream = cuda_stream();
   const lt_device dev = gz->storage->device;
   bwd_args<T> a;
   a.gz = (T *)cuda_bytes(gz);
@@ -354,12 +355,12 @@ lt_status class_backward(const char *op, lt_tensor *gz, const lt_tensor *gl, con
     if (st != LT_OK) return st;
     double *scalars = (double *)ws.ptr, *chunk_w = scalars + 2;
     if (chunks > 0) {
-      target_weight_partial_kernel<T><<<(unsigned)chunks, CL_THREADS, 0, LT_CUDA_STREAM>>>(
+      target_weight_partial_kernel<T><<<(unsigned)chunks, CL_THREADS, 0, stream>>>(
           a.target, a.weight, elements, chunk, a.ignore_index, a.index_base, chunk_w);
       const lt_status s2 = cuda_check_launch(op, "target_weight_partial_kernel");
       if (s2 != LT_OK) return s2;
     }
-    backward_scalars_kernel<T><<<1, CL_FINAL_THREADS, 0, LT_CUDA_STREAM>>>(
+    backward_scalars_kernel<T><<<1, CL_FINAL_THREADS, 0, stream>>>(
         chunk_w, chunks, a.weight, a.c, need_wsum, a.gl, (int)o->reduction, scalars);
     const lt_status s3 = cuda_check_launch(op, "backward_scalars_kernel");
     if (s3 != LT_OK) return s3;
@@ -367,9 +368,9 @@ lt_status class_backward(const char *op, lt_tensor *gz, const lt_tensor *gl, con
   }
   const unsigned blocks = grid_for(a.total, CL_THREADS);
   if (log_probs)
-    class_backward_kernel<T, true><<<blocks, CL_THREADS, 0, LT_CUDA_STREAM>>>(a);
+    class_backward_kernel<T, true><<<blocks, CL_THREADS, 0, stream>>>(a);
   else
-    class_backward_kernel<T, false><<<blocks, CL_THREADS, 0, LT_CUDA_STREAM>>>(a);
+    class_backward_kernel<T, false><<<blocks, CL_THREADS, 0, stream>>>(a);
   return cuda_check_launch(op, "class_backward_kernel");
 }
 

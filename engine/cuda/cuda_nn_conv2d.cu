@@ -81,7 +81,7 @@ static lt_status add_bias_plain(const char *op, lt_tensor *out, const lt_tensor 
   if (total == 0) return LT_OK;
   const int64_t es = (int64_t)lt_dtype_size(out->dtype);
   const int64_t l = out->shape[2] * out->shape[3];
-  conv_add_bias_kernel<<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+  conv_add_bias_kernel<<<cuda_blocks_for(total), CUDA_THREADS, 0, cuda_stream()>>>(
       cuda_bytes(out), cuda_bytes(b), (int)out->dtype, es, out->shape[1], l, total);
   return cuda_check_launch(op, "conv_add_bias_kernel");
 }
@@ -90,7 +90,7 @@ static lt_status bias_grad_plain(const char *op, lt_tensor *gb, const lt_tensor 
   const int64_t o = go->shape[1];
   if (o == 0) return LT_OK;
   const int64_t es = (int64_t)lt_dtype_size(go->dtype);
-  conv_bias_grad_kernel<<<channel_blocks(o), CONV_THREADS, 0, LT_CUDA_STREAM>>>(
+  conv_bias_grad_kernel<<<channel_blocks(o), CONV_THREADS, 0, cuda_stream()>>>(
       cuda_bytes(gb), cuda_bytes(go), (int)go->dtype, es, go->shape[0], o,
       go->shape[2] * go->shape[3]);
   return cuda_check_launch(op, "conv_bias_grad_kernel");
@@ -100,7 +100,7 @@ static lt_status zero_tensor(const char *op, lt_tensor *t) {
   if (!t || lt_numel(t) == 0) return LT_OK;
   // All-zero bytes are +0.0 in every float dtype.
   CUDA_TRY(op, cudaMemsetAsync(lt_data(t), 0, (size_t)lt_numel(t) * lt_dtype_size(t->dtype),
-                               LT_CUDA_STREAM));
+                               cuda_stream()));
   return LT_OK;
 }
 

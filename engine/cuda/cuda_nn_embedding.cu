@@ -31,15 +31,16 @@ __global__ void gather_rows_kernel(T *out, const T *weight, const int64_t *indic
 lt_status cuda_nn_embedding(lt_tensor *out, const lt_tensor *weight, const lt_tensor *indices,
                             int64_t index_base) {
   cuda_device_guard guard(out->storage->device);
+  const cudaStream_t stream = cuda_stream();
   const int64_t m = lt_numel(indices), d = weight->shape[1];
   const int64_t total = m * d;
   if (total == 0) return LT_OK;
   const int64_t *idx = (const int64_t *)lt_data(indices);
   if (out->dtype == LT_FLOAT64)
-    gather_rows_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    gather_rows_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         (double *)lt_data(out), (const double *)lt_data(weight), idx, m, d, index_base);
   else
-    gather_rows_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    gather_rows_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         (float *)lt_data(out), (const float *)lt_data(weight), idx, m, d, index_base);
   return cuda_check_launch("embedding", "gather_rows_kernel");
 }
@@ -138,9 +139,10 @@ lt_status cuda_nn_embedding_backward(lt_tensor *gw, const lt_tensor *go, const l
                                      int64_t index_base, int64_t padding_row) {
   const char *op = "embedding_backward";
   cuda_device_guard guard(gw->storage->device);
+  const cudaStream_t stream = cuda_stream();
   const int64_t m = lt_numel(indices), n = gw->shape[0], d = gw->shape[1];
   if (n * d == 0) return LT_OK;
-  CUDA_TRY(op, cudaMemsetAsync(lt_data(gw), 0, lt_nbytes(gw), LT_CUDA_STREAM));
+  CUDA_TRY(op, cudaMemsetAsync(lt_data(gw), 0, lt_nbytes(gw), stream));
   if (m == 0) return LT_OK;
 
   const int pbits = bits_below(m), rbits = bits_below(n);
@@ -153,28 +155,28 @@ lt_status cuda_nn_embedding_backward(lt_tensor *gw, const lt_tensor *go, const l
   LT_TRY(ws.get(gw->storage->device, (size_t)npad * sizeof(uint64_t)));
   uint64_t *s = (uint64_t *)ws.ptr;
 
-  row_keys_kernel<<<cuda_blocks_for(npad), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+  row_keys_kernel<<<cuda_blocks_for(npad), CUDA_THREADS, 0, stream>>>(
       (const int64_t *)lt_data(indices), m, npad, index_base, pbits, s);
   LT_TRY(cuda_check_launch(op, "row_keys_kernel"));
   const unsigned tiles = (unsigned)(npad / SORT_TILE);
-  bitonic_tile_kernel<<<tiles, SORT_THREADS, 0, LT_CUDA_STREAM>>>(s, 0);
+  bitonic_tile_kernel<<<tiles, SORT_THREADS, 0, stream>>>(s, 0);
   LT_TRY(cuda_check_launch(op, "bitonic_tile_kernel"));
   for (int64_t k = 2 * SORT_TILE; k <= npad; k <<= 1) {
     for (int64_t j = k >> 1; j >= SORT_TILE; j >>= 1) {
-      bitonic_global_kernel<<<cuda_blocks_for(npad / 2), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+      bitonic_global_kernel<<<cuda_blocks_for(npad / 2), CUDA_THREADS, 0, stream>>>(
           s, npad, k, j);
       LT_TRY(cuda_check_launch(op, "bitonic_global_kernel"));
     }
-    bitonic_tile_kernel<<<tiles, SORT_THREADS, 0, LT_CUDA_STREAM>>>(s, k);
+    bitonic_tile_kernel<<<tiles, SORT_THREADS, 0, stream>>>(s, k);
     LT_TRY(cuda_check_launch(op, "bitonic_tile_kernel"));
   }
 
   const int64_t total = m * d;
   if (gw->dtype == LT_FLOAT64)
-    run_sums_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    run_sums_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         s, m, d, pbits, padding_row, (const double *)lt_data(go), (double *)lt_data(gw));
   else
-    run_sums_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    run_sums_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         s, m, d, pbits, padding_row, (const float *)lt_data(go), (float *)lt_data(gw));
   return cuda_check_launch(op, "run_sums_kernel");
 }

@@ -203,12 +203,12 @@ unsigned grid_for(int64_t units, int64_t per_block) {
 }
 
 template <typename T, bool BACKWARD> lt_status ln_rows_launch(const char *op, const ln_ptrs<T> &p) {
+  const cudaStream_t stream = cuda_stream();
   if (p.d <= LN_WARP_MAX_D) {
-    ln_warp_kernel<T, BACKWARD><<<grid_for(p.m, LN_THREADS / 32), LN_THREADS, 0,
-                                  LT_CUDA_STREAM>>>(p);
+    ln_warp_kernel<T, BACKWARD><<<grid_for(p.m, LN_THREADS / 32), LN_THREADS, 0, stream>>>(p);
     return cuda_check_launch(op, "ln_warp_kernel");
   }
-  ln_block_kernel<T, BACKWARD><<<grid_for(p.m, 1), LN_THREADS, 0, LT_CUDA_STREAM>>>(p);
+  ln_block_kernel<T, BACKWARD><<<grid_for(p.m, 1), LN_THREADS, 0, stream>>>(p);
   return cuda_check_launch(op, "ln_block_kernel");
 }
 
@@ -233,6 +233,7 @@ template <typename T>
 lt_status ln_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go,
                       const lt_tensor *x, const lt_tensor *mean, const lt_tensor *rstd,
                       const lt_tensor *w) {
+  const cudaStream_t stream = cuda_stream();
   const char *op = "layer_norm_backward";
   ln_ptrs<T> p = {};
   p.x = (const T *)cuda_bytes(x);
@@ -265,12 +266,11 @@ lt_status ln_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb, const lt_tens
     if (gw) part_w = next, next += chunks * p.d;
     if (gb) part_b = next;
     const dim3 grid((unsigned)((p.d + 31) / 32), (unsigned)chunks);
-    ln_param_partial_kernel<T><<<grid, dim3(32, LN_COL_Y), 0, LT_CUDA_STREAM>>>(p, rows, part_w,
-                                                                                 part_b);
+    ln_param_partial_kernel<T><<<grid, dim3(32, LN_COL_Y), 0, stream>>>(p, rows, part_w, part_b);
     const lt_status s2 = cuda_check_launch(op, "ln_param_partial_kernel");
     if (s2 != LT_OK) return s2;
   }
-  ln_param_final_kernel<T><<<grid_for(p.d, LN_THREADS), LN_THREADS, 0, LT_CUDA_STREAM>>>(
+  ln_param_final_kernel<T><<<grid_for(p.d, LN_THREADS), LN_THREADS, 0, stream>>>(
       part_w, part_b, chunks, p.d, gw ? (T *)cuda_bytes(gw) : NULL,
       gb ? (T *)cuda_bytes(gb) : NULL);
   return cuda_check_launch(op, "ln_param_final_kernel");

@@ -39,17 +39,18 @@ static lt_status bias_rows(const char *op, lt_tensor *out, const lt_tensor *b, i
   const int64_t total = rows * cols;
   if (total == 0) return LT_OK;
   const unsigned blocks = cuda_blocks_for(total);
+  const cudaStream_t stream = cuda_stream();
   switch (lt_dtype_size(out->dtype)) {
     case 8:
-      bias_rows_kernel<uint64_t><<<blocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+      bias_rows_kernel<uint64_t><<<blocks, CUDA_THREADS, 0, stream>>>(
           (uint64_t *)cuda_bytes(out), (const uint64_t *)cuda_bytes(b), rows, cols);
       break;
     case 4:
-      bias_rows_kernel<uint32_t><<<blocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+      bias_rows_kernel<uint32_t><<<blocks, CUDA_THREADS, 0, stream>>>(
           (uint32_t *)cuda_bytes(out), (const uint32_t *)cuda_bytes(b), rows, cols);
       break;
     case 2:
-      bias_rows_kernel<uint16_t><<<blocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+      bias_rows_kernel<uint16_t><<<blocks, CUDA_THREADS, 0, stream>>>(
           (uint16_t *)cuda_bytes(out), (const uint16_t *)cuda_bytes(b), rows, cols);
       break;
     default:
@@ -113,9 +114,13 @@ static lt_status linear_lt(lt_tensor *out, const lt_tensor *x, const lt_tensor *
   }
   cublasLtHandle_t h;
   LT_TRY(cuda_cublaslt_handle(dev, &h));
-  cuda_workspace ws;
+  // cuBLASLt takes the stream and the workspace per call: the current
+  // stream, and the workspace cuBLAS uses on it (cuda_blas.h), which calls
+  // queued on one stream share safely.
+  const cudaStream_t stream = cuda_stream();
+  void *ws;
   size_t ws_bytes;
-  LT_TRY(cuda_blas_workspace(dev, &ws, &ws_bytes));
+  LT_TRY(cuda_blas_workspace("linear", dev, stream, &ws, &ws_bytes));
 
   lt_descs dd;
   LT_CALL(cublasLtMatmulDescCreate(&dd.op, ct, CUDA_R_32F));
@@ -174,7 +179,7 @@ static lt_status linear_lt(lt_tensor *out, const lt_tensor *x, const lt_tensor *
   const float one = 1.0f, zero = 0.0f;
   void *od = lt_data(out);
   LT_CALL(cublasLtMatmul(h, dd.op, &one, lt_data(w), dd.a, lt_data(x), dd.b, &zero, od, dd.d, od,
-                         dd.d, &heur.algo, ws_bytes ? ws.ptr : NULL, ws_bytes, LT_CUDA_STREAM));
+                         dd.d, &heur.algo, ws_bytes ? ws : NULL, ws_bytes, stream));
   return LT_OK;
 }
 
@@ -283,11 +288,14 @@ static lt_status column_sums_t(lt_device dev, T *dst, const T *src, int64_t rows
     LT_TRY(ws.get(dev, (size_t)chunks * (size_t)cols * sizeof(double)));
     partial = (double *)ws.ptr;
   }
+  // The partial sums' workspace is given back at scope end while the kernels
+  // may still be queued: safe on the stream it was taken on (cuda_internal.h).
+  const cudaStream_t stream = cuda_stream();
   const dim3 grid((unsigned)col_blocks, (unsigned)chunks), block(COLSUM_X, COLSUM_Y);
-  colsum_partial_kernel<T><<<grid, block, 0, LT_CUDA_STREAM>>>(src, rows, cols, chunk, partial, dst);
+  colsum_partial_kernel<T><<<grid, block, 0, stream>>>(src, rows, cols, chunk, partial, dst);
   LT_TRY(cuda_check_launch("linear_backward", "colsum_partial_kernel"));
   if (!partial) return LT_OK;
-  colsum_finish_kernel<T><<<cuda_blocks_for(cols), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+  colsum_finish_kernel<T><<<cuda_blocks_for(cols), CUDA_THREADS, 0, stream>>>(
       partial, chunks, cols, dst);
   return cuda_check_launch("linear_backward", "colsum_finish_kernel");
 }
@@ -297,7 +305,7 @@ static lt_status column_sums(lt_tensor *gb, const lt_tensor *go, int64_t rows, i
   if (cols == 0) return LT_OK;
   const lt_device dev = gb->storage->device;
   if (rows == 0) {
-    CUDA_TRY("linear_backward", cudaMemsetAsync(cuda_bytes(gb), 0, lt_nbytes(gb), LT_CUDA_STREAM));
+    CUDA_TRY("linear_backward", cudaMemsetAsync(cuda_bytes(gb), 0, lt_nbytes(gb), cuda_stream()));
     return LT_OK;
   }
   // rows <= 65535 chunks always: chunks <= COLSUM_TARGET_BLOCKS.

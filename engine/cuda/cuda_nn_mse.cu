@@ -69,13 +69,14 @@ __global__ void mse_finish_kernel(const double *partial, int64_t nparts, int64_t
 template <typename T>
 static lt_status mse_loss_t(lt_tensor *loss, const lt_tensor *a, const lt_tensor *b,
                             lt_reduction reduction) {
+  const cudaStream_t stream = cuda_stream();
   const char *op = "mse_loss";
   const int64_t n = lt_numel(a);
   const T *ad = (const T *)lt_data(a), *bd = (const T *)lt_data(b);
   T *ld = (T *)lt_data(loss);
   if (reduction == LT_REDUCTION_NONE) {
     if (n == 0) return LT_OK;
-    mse_none_kernel<T><<<cuda_blocks_for(n), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(ad, bd, ld, n);
+    mse_none_kernel<T><<<cuda_blocks_for(n), CUDA_THREADS, 0, stream>>>(ad, bd, ld, n);
     return cuda_check_launch(op, "mse_none_kernel");
   }
   int64_t blocks = (n + MSE_THREADS * MSE_PER_THREAD - 1) / (MSE_THREADS * MSE_PER_THREAD);
@@ -85,12 +86,12 @@ static lt_status mse_loss_t(lt_tensor *loss, const lt_tensor *a, const lt_tensor
   if (n > 0) {
     LT_TRY(ws.get(loss->storage->device, (size_t)blocks * sizeof(double)));
     partial = (double *)ws.ptr;
-    mse_partial_kernel<T><<<(unsigned)blocks, MSE_THREADS, 0, LT_CUDA_STREAM>>>(ad, bd, n, partial);
+    mse_partial_kernel<T><<<(unsigned)blocks, MSE_THREADS, 0, stream>>>(ad, bd, n, partial);
     LT_TRY(cuda_check_launch(op, "mse_partial_kernel"));
   } else {
     blocks = 0; // still launch the finish: the 0-dim loss must be written
   }
-  mse_finish_kernel<T><<<1, MSE_THREADS, 0, LT_CUDA_STREAM>>>(
+  mse_finish_kernel<T><<<1, MSE_THREADS, 0, stream>>>(
       partial, blocks, n, reduction == LT_REDUCTION_MEAN, ld);
   return cuda_check_launch(op, "mse_finish_kernel");
 }
@@ -122,15 +123,16 @@ __global__ void mse_backward_kernel(const T *a, const T *b, const T *gl, T *ga, 
 lt_status cuda_nn_mse_loss_backward(lt_tensor *ga, const lt_tensor *gl, const lt_tensor *a,
                                     const lt_tensor *b, lt_reduction reduction) {
   cuda_device_guard guard(ga->storage->device);
+  const cudaStream_t stream = cuda_stream();
   const int64_t n = lt_numel(a);
   if (n == 0) return LT_OK;
   const bool per_element = reduction == LT_REDUCTION_NONE, mean = reduction == LT_REDUCTION_MEAN;
   if (ga->dtype == LT_FLOAT64)
-    mse_backward_kernel<double><<<cuda_blocks_for(n), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    mse_backward_kernel<double><<<cuda_blocks_for(n), CUDA_THREADS, 0, stream>>>(
         (const double *)lt_data(a), (const double *)lt_data(b), (const double *)lt_data(gl),
         (double *)lt_data(ga), n, per_element, mean);
   else
-    mse_backward_kernel<float><<<cuda_blocks_for(n), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    mse_backward_kernel<float><<<cuda_blocks_for(n), CUDA_THREADS, 0, stream>>>(
         (const float *)lt_data(a), (const float *)lt_data(b), (const float *)lt_data(gl),
         (float *)lt_data(ga), n, per_element, mean);
   return cuda_check_launch("mse_loss_backward", "mse_backward_kernel");

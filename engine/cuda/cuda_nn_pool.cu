@@ -85,15 +85,16 @@ __global__ void max_pool_kernel(pool_geom g, const T *x, T *out, int64_t *indice
 lt_status cuda_nn_max_pool2d(lt_tensor *out, lt_tensor *indices, const lt_tensor *x,
                              const lt_pool2d_opts *o) {
   cuda_device_guard guard(out->storage->device);
+  const cudaStream_t stream = cuda_stream();
   const pool_geom g = pool_geom_make(x->shape[0], x->shape[1], x->shape[2], out->shape[1],
                                      out->shape[2], o);
   const int64_t total = g.planes * g.out_h * g.out_w;
   if (total == 0) return LT_OK;
   if (out->dtype == LT_FLOAT64)
-    max_pool_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    max_pool_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         g, (const double *)lt_data(x), (double *)lt_data(out), (int64_t *)lt_data(indices));
   else
-    max_pool_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    max_pool_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         g, (const float *)lt_data(x), (float *)lt_data(out), (int64_t *)lt_data(indices));
   return cuda_check_launch("max_pool2d", "max_pool_kernel");
 }
@@ -210,6 +211,7 @@ __global__ void max_pool_backward_kernel(pool_geom g, const T *go, const int64_t
 lt_status cuda_nn_max_pool2d_backward(lt_tensor *gx, const lt_tensor *go,
                                       const lt_tensor *indices) {
   cuda_device_guard guard(gx->storage->device);
+  const cudaStream_t stream = cuda_stream();
   const char *op = "max_pool2d_backward";
   const lt_pool2d_opts none = lt_pool2d_opts(); // only the shapes are used
   const pool_geom g = pool_geom_make(gx->shape[0], gx->shape[1], gx->shape[2], go->shape[1],
@@ -217,7 +219,7 @@ lt_status cuda_nn_max_pool2d_backward(lt_tensor *gx, const lt_tensor *go,
   const int64_t total = g.planes * g.h * g.w;
   if (total == 0) return LT_OK;
   if (g.out_h * g.out_w == 0) { // nothing was picked: all zeros
-    CUDA_TRY(op, cudaMemsetAsync(lt_data(gx), 0, lt_nbytes(gx), LT_CUDA_STREAM));
+    CUDA_TRY(op, cudaMemsetAsync(lt_data(gx), 0, lt_nbytes(gx), stream));
     return LT_OK;
   }
   cuda_workspace ws;
@@ -226,16 +228,16 @@ lt_status cuda_nn_max_pool2d_backward(lt_tensor *gx, const lt_tensor *go,
   int64_t *ranges = (int64_t *)ws.ptr;
   const int64_t lines = g.out_h + g.out_w;
   pick_bounds_kernel<<<(unsigned)(lines < 65535 * 8 ? lines : 65535 * 8), POOL_RANGE_THREADS, 0,
-                       LT_CUDA_STREAM>>>(g, (const int64_t *)lt_data(indices), ranges);
+                       stream>>>(g, (const int64_t *)lt_data(indices), ranges);
   LT_TRY(cuda_check_launch(op, "pick_bounds_kernel"));
-  pick_ranges_kernel<<<cuda_blocks_for(g.h + g.w), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(g, ranges);
+  pick_ranges_kernel<<<cuda_blocks_for(g.h + g.w), CUDA_THREADS, 0, stream>>>(g, ranges);
   LT_TRY(cuda_check_launch(op, "pick_ranges_kernel"));
   if (gx->dtype == LT_FLOAT64)
-    max_pool_backward_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    max_pool_backward_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         g, (const double *)lt_data(go), (const int64_t *)lt_data(indices), ranges,
         (double *)lt_data(gx));
   else
-    max_pool_backward_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    max_pool_backward_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         g, (const float *)lt_data(go), (const int64_t *)lt_data(indices), ranges,
         (float *)lt_data(gx));
   return cuda_check_launch(op, "max_pool_backward_kernel");
@@ -290,15 +292,16 @@ __global__ void avg_pool_kernel(pool_geom g, const T *x, T *out) {
 
 lt_status cuda_nn_avg_pool2d(lt_tensor *out, const lt_tensor *x, const lt_pool2d_opts *o) {
   cuda_device_guard guard(out->storage->device);
+  const cudaStream_t stream = cuda_stream();
   const pool_geom g = pool_geom_make(x->shape[0], x->shape[1], x->shape[2], out->shape[1],
                                      out->shape[2], o);
   const int64_t total = g.planes * g.out_h * g.out_w;
   if (total == 0) return LT_OK;
   if (out->dtype == LT_FLOAT64)
-    avg_pool_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    avg_pool_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         g, (const double *)lt_data(x), (double *)lt_data(out));
   else
-    avg_pool_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    avg_pool_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         g, (const float *)lt_data(x), (float *)lt_data(out));
   return cuda_check_launch("avg_pool2d", "avg_pool_kernel");
 }
@@ -338,16 +341,17 @@ __global__ void avg_pool_backward_kernel(pool_geom g, const T *go, T *gx) {
 lt_status cuda_nn_avg_pool2d_backward(lt_tensor *gx, const lt_tensor *go,
                                       const lt_pool2d_opts *o) {
   cuda_device_guard guard(gx->storage->device);
+  const cudaStream_t stream = cuda_stream();
   const pool_geom g = pool_geom_make(gx->shape[0], gx->shape[1], gx->shape[2], go->shape[1],
                                      go->shape[2], o);
   const int64_t total = g.planes * g.h * g.w;
   if (total == 0) return LT_OK;
   // With no outputs every range is empty and the kernel writes zeros.
   if (gx->dtype == LT_FLOAT64)
-    avg_pool_backward_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    avg_pool_backward_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         g, (const double *)lt_data(go), (double *)lt_data(gx));
   else
-    avg_pool_backward_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, LT_CUDA_STREAM>>>(
+    avg_pool_backward_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
         g, (const float *)lt_data(go), (float *)lt_data(gx));
   return cuda_check_launch("avg_pool2d_backward", "avg_pool_backward_kernel");
 }

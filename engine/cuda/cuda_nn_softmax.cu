@@ -172,28 +172,27 @@ unsigned grid_for(int64_t units, int64_t per_block) {
 template <typename T, bool BACKWARD>
 lt_status softmax_launch(const char *op, T *out, const T *a, const T *b, lt_nn_dim_geom g,
                          bool want_log) {
+  const cudaStream_t stream = cuda_stream();
   const char *kernel;
   if (g.inner == 1) {
     if (g.size <= SM_WARP_MAX_SIZE) {
       kernel = "softmax_warp_kernel";
       softmax_warp_kernel<T, BACKWARD><<<grid_for(g.outer, SM_THREADS / 32), SM_THREADS, 0,
-                                         LT_CUDA_STREAM>>>(a, b, out, g.outer, g.size, want_log);
+                                         stream>>>(a, b, out, g.outer, g.size, want_log);
     } else {
       kernel = "softmax_block_kernel";
-      softmax_block_kernel<T, BACKWARD><<<grid_for(g.outer, 1), SM_THREADS, 0, LT_CUDA_STREAM>>>(
+      softmax_block_kernel<T, BACKWARD><<<grid_for(g.outer, 1), SM_THREADS, 0, stream>>>(
           a, b, out, g.outer, g.size, want_log);
     }
   } else if (g.outer * g.inner >= SM_MANY_COLUMNS || g.size < SM_TILE_MIN_SIZE) {
     kernel = "softmax_column_kernel";
     softmax_column_kernel<T, BACKWARD><<<grid_for(g.outer * g.inner, SM_THREADS), SM_THREADS, 0,
-                                         LT_CUDA_STREAM>>>(a, b, out, g.outer, g.size, g.inner,
-                                                           want_log);
+                                         stream>>>(a, b, out, g.outer, g.size, g.inner, want_log);
   } else {
     kernel = "softmax_tile_kernel";
     const int64_t tiles = g.outer * ((g.inner + 31) / 32);
     softmax_tile_kernel<T, BACKWARD><<<grid_for(tiles, 1), dim3(32, SM_TILE_Y), 0,
-                                       LT_CUDA_STREAM>>>(a, b, out, g.outer, g.size, g.inner,
-                                                         want_log);
+                                       stream>>>(a, b, out, g.outer, g.size, g.inner, want_log);
   }
   return cuda_check_launch(op, kernel);
 }

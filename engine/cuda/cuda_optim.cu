@@ -233,7 +233,7 @@ static const lt_dtype optim_dtypes[] = {LT_FLOAT32, LT_FLOAT64, LT_FLOAT16, LT_B
 
 template <int DT>
 static lt_status sgd_launch(const sgd_list &l, const sgd_common &o, int nblocks) {
-  sgd_kernel<DT><<<nblocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(l, o);
+  sgd_kernel<DT><<<nblocks, CUDA_THREADS, 0, cuda_stream()>>>(l, o);
   return cuda_check_launch("SGD", "sgd_kernel");
 }
 
@@ -278,7 +278,7 @@ static lt_status cuda_sgd(lt_tensor *param, const lt_tensor *grad, lt_tensor *bu
 
 template <int DT>
 static lt_status adam_launch(const adam_list &l, const adam_common &s, int nblocks) {
-  adam_kernel<DT><<<nblocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(l, s);
+  adam_kernel<DT><<<nblocks, CUDA_THREADS, 0, cuda_stream()>>>(l, s);
   return cuda_check_launch("Adam", "adam_kernel");
 }
 
@@ -331,7 +331,7 @@ static lt_status cuda_adam(lt_tensor *param, const lt_tensor *grad, lt_tensor *e
 template <int DT>
 static lt_status unscale_launch(const optim_list<1> &l, float inv_scale, float *found_inf,
                                 int nblocks) {
-  unscale_kernel<DT><<<nblocks, CUDA_THREADS, 0, LT_CUDA_STREAM>>>(l, inv_scale, found_inf);
+  unscale_kernel<DT><<<nblocks, CUDA_THREADS, 0, cuda_stream()>>>(l, inv_scale, found_inf);
   return cuda_check_launch("unscale_many", "unscale_kernel");
 }
 
