@@ -33,6 +33,11 @@ void ltb_open_nn(lua_State *L, int core_idx);
 /* lt.autocast, lt.is_autocast_enabled, lt.get_autocast_dtype (bindings/autocast.c). */
 void ltb_open_autocast(lua_State *L, int core_idx);
 
+/* lt.cuda.Stream, current_stream, default_stream, set_stream, stream and
+ * Event into the lt.cuda table at cuda_idx, t:record_stream into the tensor
+ * methods at methods_idx (bindings/cuda_stream.c). */
+void ltb_open_cuda_stream(lua_State *L, int methods_idx, int cuda_idx);
+
 /* Closures over one elementwise op (the metamethods use them too). */
 void ltb_push_binary_function(lua_State *L, lt_binary_op op);
 void ltb_push_unary_function(lua_State *L, lt_unary_op op);

@@ -217,6 +217,9 @@ int luaopen_lt_core(lua_State *L) {
   ltb_open_optim(L, core);
   ltb_open_system(L, core);
   luaL_newlib(L, cuda_functions);
+  lua_getfield(L, core, "Tensor"); /* streams add t:record_stream */
+  ltb_open_cuda_stream(L, -1, -2);
+  lua_pop(L, 1);
   lua_setfield(L, core, "cuda");
   lua_pushliteral(L, LT_VERSION);
   lua_setfield(L, core, "version");

@@ -43,6 +43,86 @@ describe("CUDA without a device", function()
   end)
 end)
 
+-- Streams and events: the argument checks run everywhere (they come before
+-- CUDA is asked for); each function's no-CUDA error runs without a device.
+describe("CUDA streams and events without a device", function()
+  local functions = {"Stream", "current_stream", "default_stream", "set_stream", "stream", "Event"}
+
+  it("every stream and event function exists", function()
+    for _, name in ipairs(functions) do
+      assert.equal("function", type(lt.cuda[name]), "lt.cuda." .. name)
+    end
+    assert.equal("function", type(lt.ones(1).record_stream))
+  end)
+
+  it("each fails cleanly without CUDA, naming itself", function()
+    if lt.cuda.is_available() then return end
+    local cases = {
+      {"cuda.Stream", function() return lt.cuda.Stream() end},
+      {"cuda.Stream", function() return lt.cuda.Stream("cuda:0") end},
+      {"cuda.Stream", function() return lt.cuda.Stream("cuda") end},
+      {"cuda.Stream", function() return lt.cuda.Stream(0) end},
+      {"cuda.current_stream", function() return lt.cuda.current_stream() end},
+      {"cuda.current_stream", function() return lt.cuda.current_stream(0) end},
+      {"cuda.default_stream", function() return lt.cuda.default_stream("cuda:0") end},
+      {"cuda.Event", function() return lt.cuda.Event() end},
+      {"cuda.Event", function() return lt.cuda.Event{enable_timing = true} end},
+      {"cuda.Event", function() return lt.cuda.Event{device = 0} end},
+    }
+    for _, case in ipairs(cases) do
+      h.fails_cleanly(case[2], case[1] .. ": CUDA is not available")
+    end
+  end)
+
+  it("bad arguments are errors naming the function and the value", function()
+    h.fails_cleanly(function() return lt.cuda.Stream("cpu") end,
+      "cuda.Stream: expected a CUDA device, got 'cpu'")
+    h.fails_cleanly(function() return lt.cuda.Stream("gpu") end, "cuda.Stream: unknown device 'gpu'")
+    h.fails_cleanly(function() return lt.cuda.Stream(-1) end, "cuda.Stream: invalid device number -1")
+    h.fails_cleanly(function() return lt.cuda.Stream(1.5) end,
+      "cuda.Stream: expected an integer for the device number, got 1.5")
+    h.fails_cleanly(function() return lt.cuda.Stream({}) end,
+      "cuda.Stream: expected a device (\"cuda:N\" or a number), got table")
+    if lt.cuda.device_count() < 16 then
+      h.fails_cleanly(function() return lt.cuda.Stream(15) end, "cuda.Stream: CUDA is not available")
+    end
+    h.fails_cleanly(function() return lt.cuda.current_stream("cpu") end,
+      "cuda.current_stream: expected a CUDA device, got 'cpu'")
+    h.fails_cleanly(function() return lt.cuda.default_stream(true) end,
+      "cuda.default_stream: expected a device (\"cuda:N\" or a number), got boolean")
+    h.fails_cleanly(function() return lt.cuda.set_stream() end,
+      "cuda.set_stream: expected a CUDA stream (lt.cuda.Stream), got no value")
+    h.fails_cleanly(function() return lt.cuda.set_stream(lt.ones(1)) end,
+      "cuda.set_stream: expected a CUDA stream (lt.cuda.Stream), got lt.Tensor")
+    h.fails_cleanly(function() return lt.cuda.stream("cuda:0", print) end,
+      "cuda.stream: expected a CUDA stream (lt.cuda.Stream), got string")
+    h.fails_cleanly(function() return lt.cuda.stream(nil, print) end,
+      "cuda.stream: expected a CUDA stream (lt.cuda.Stream), got nil")
+    h.fails_cleanly(function() return lt.cuda.Event(true) end,
+      "cuda.Event: expected an options table {enable_timing=, device=}, got boolean")
+    h.fails_cleanly(function() return lt.cuda.Event{bogus = true} end,
+      "cuda.Event: unknown option 'bogus'")
+    h.fails_cleanly(function() return lt.cuda.Event{true} end,
+      "cuda.Event: unexpected number key in the options table")
+    h.fails_cleanly(function() return lt.cuda.Event{enable_timing = 1} end,
+      "cuda.Event: option 'enable_timing' must be a boolean, got number")
+    h.fails_cleanly(function() return lt.cuda.Event{device = "cpu"} end,
+      "cuda.Event: expected a CUDA device, got 'cpu'")
+  end)
+
+  it("record_stream refuses CPU tensors and anything but a tensor", function()
+    local t = lt.ones(2, 3)
+    h.fails_cleanly(function() return t:record_stream() end,
+      "record_stream: expected a CUDA tensor, got a tensor on cpu")
+    h.fails_cleanly(function() return t:record_stream("cuda:0") end,
+      "record_stream: expected a CUDA tensor, got a tensor on cpu")
+    h.fails_cleanly(function() return t.record_stream(5) end, "record_stream: expected a tensor, got number")
+    local freed = lt.ones(2)
+    freed:free()
+    h.fails_cleanly(function() return freed:record_stream() end, "attempt to use a freed tensor")
+  end)
+end)
+
 describe("CUDA against the CPU", function()
   if not lt.cuda.is_available() then
     pending("skipped: no CUDA device")
@@ -71,5 +151,145 @@ describe("CUDA against the CPU", function()
     h.fails_cleanly(function() return lt.empty({256, 2^20}, {device = "cuda"}) end, "out of memory")
     lt.memory.set_limit(nil, "cuda")
     assert.equal(4, lt.ones(4, {device = "cuda"}):sum():item())
+  end)
+end)
+
+describe("CUDA streams and events", function()
+  if not lt.cuda.is_available() then
+    pending("skipped: no CUDA device")
+    return
+  end
+  local dev = "cuda:" .. lt.cuda.current_device()
+
+  it("a new stream is not the default stream, and says what it is", function()
+    local s, d = lt.cuda.Stream(), lt.cuda.default_stream()
+    assert.is_true(s ~= d)
+    assert.is_true(d == lt.cuda.default_stream(dev))
+    assert.is_true(lt.cuda.current_stream() == d)
+    assert.equal(dev, s.device)
+    assert.equal(0, d.id)
+    assert.is_true(math.type(s.id) == "integer" and s.id ~= 0)
+    assert.truthy(tostring(d):find("default stream", 1, true))
+    assert.truthy(tostring(s):find("<lt.cuda.Stream " .. dev .. " id=0x", 1, true))
+    h.fails(function() s.id = 1 end, "cannot set field 'id' of a CUDA stream")
+  end)
+
+  it("set_stream and current_stream round trip", function()
+    local prev = lt.cuda.current_stream()
+    local s = lt.cuda.Stream()
+    lt.cuda.set_stream(s)
+    local now = lt.cuda.current_stream()
+    lt.cuda.set_stream(prev)
+    assert.is_true(now == s)
+    assert.is_true(lt.cuda.current_stream() == prev)
+  end)
+
+  it("lt.cuda.stream runs fn on the stream and restores the previous one", function()
+    local prev = lt.cuda.current_stream()
+    local s = lt.cuda.Stream()
+    local a, b = lt.cuda.stream(s, function(x, y)
+      assert.is_true(lt.cuda.current_stream() == s)
+      return x + 1, y
+    end, 1, "two")
+    assert.equal(2, a)
+    assert.equal("two", b)
+    assert.is_true(lt.cuda.current_stream() == prev)
+
+    local thrown = {}
+    local ok, err = pcall(lt.cuda.stream, s, function() error(thrown) end)
+    assert.is_false(ok)
+    assert.equal(thrown, err) -- the same value, raised again unchanged
+    assert.is_true(lt.cuda.current_stream() == prev)
+
+    do
+      local guard <close> = lt.cuda.stream(s)
+      assert.is_true(lt.cuda.current_stream() == s)
+    end
+    assert.is_true(lt.cuda.current_stream() == prev)
+    h.fails(function() return lt.cuda.stream(s, 42) end, "cuda.stream: expected a function")
+  end)
+
+  it("work on a side stream ordered by wait_stream gives the right result", function()
+    local cur, s = lt.cuda.current_stream(), lt.cuda.Stream()
+    local x = lt.randn({1024, 1024}, {device = dev})
+    s:wait_stream(cur)           -- s sees x written
+    local y = lt.cuda.stream(s, function() return x * 2 end)
+    cur:wait_stream(s)           -- cur sees y written
+    x:record_stream(s)           -- s read x: keep its bytes until that is done
+    assert.equal(0, (y:cpu() - x:cpu() * 2):abs():max():item())
+  end)
+
+  it("record_stream keeps a freed block out of reuse until the stream's work is done", function()
+    lt.cuda.synchronize()
+    lt.gc()
+    local function active() return lt.memory.stats(dev).active_bytes.all.current end
+    local function allocated() return lt.memory.stats(dev).allocated_bytes.all.current end
+    local active0, allocated0 = active(), allocated()
+    local s = lt.cuda.Stream()
+    local t = lt.cuda.stream(s, function() return lt.empty({2^20}, {device = dev}) end)
+    local active1 = active()
+    assert.is_true(active1 > active0)
+    t:record_stream(lt.cuda.default_stream())
+    lt.del(t)
+    -- Freed, but an event on the default stream guards the block: it is no
+    -- longer allocated, still active.
+    assert.equal(allocated0, allocated())
+    assert.equal(active1, active())
+    -- Once that stream is done, the next allocation sees the event complete
+    -- and the block goes back to the cache.
+    lt.cuda.default_stream():synchronize()
+    local u = lt.empty({1}, {device = dev})
+    lt.del(u)
+    assert.equal(active0, active())
+  end)
+
+  it("record_stream checks the stream", function()
+    local t = lt.ones(4, {device = dev})
+    h.fails_cleanly(function() return t:record_stream(1) end,
+      "record_stream: expected a CUDA stream (lt.cuda.Stream), got number")
+    if lt.cuda.device_count() > 1 then
+      local other = lt.cuda.Stream(dev == "cuda:0" and 1 or 0)
+      h.fails_cleanly(function() return t:record_stream(other) end,
+        "record_stream: the stream is on " .. other.device .. " but the tensor is on " .. dev)
+    end
+  end)
+
+  it("events time a matmul and report completion", function()
+    local a = lt.randn({512, 512}, {device = dev})
+    local start, stop = lt.cuda.Event{enable_timing = true}, lt.cuda.Event{enable_timing = true}
+    assert.equal(dev, start.device)
+    assert.is_true(start.enable_timing)
+    start:record()
+    local c = a:matmul(a)
+    stop:record()
+    stop:synchronize()
+    assert.is_true(stop:query())
+    local ms = start:elapsed_time(stop)
+    assert.equal("number", type(ms))
+    assert.is_true(ms >= 0)
+    assert.equal(512, c:size(1))
+
+    local cur = lt.cuda.current_stream()
+    local e = cur:record_event()
+    assert.equal("lt.cuda.Event", getmetatable(e).__name)
+    cur:synchronize()
+    assert.is_true(cur:query())
+    assert.is_true(e:query())
+    local side = lt.cuda.Stream()
+    side:wait_event(e)
+    e:wait(side)
+    assert.equal(e, side:record_event(e))
+    side:synchronize()
+    assert.is_true(side:query())
+    h.fails(function() return e:elapsed_time(stop) end, "Event:elapsed_time")
+    h.fails(function() return e:record(5) end, "Event:record: expected a CUDA stream")
+
+    local closed
+    do
+      local ev <close> = lt.cuda.Event()
+      closed = ev
+    end
+    h.fails(function() return closed:record() end, "Event:record: attempt to use a freed CUDA event")
+    assert.truthy(tostring(closed):find("(freed)", 1, true))
   end)
 end)
