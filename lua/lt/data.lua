@@ -198,6 +198,10 @@ function DataLoader:iter()
   end
 end
 
+--- prefetch(loader:iter(), device): the batches on device, the next one's
+--- copy overlapping the current step on CUDA (lua/lt/data_prefetch.lua).
+data.prefetch = require "lt.data_prefetch"
+
 --- set_epoch(k) then iter(): `for x, y in loader:epoch(k) do`.
 function DataLoader:epoch(k)
   self:set_epoch(k)

@@ -106,12 +106,6 @@ function training.load_checkpoint(path, parts)
   return math.tointeger(tonumber(meta.epoch)) or 0
 end
 
--- t on device (t itself on the CPU); a copy from pinned memory does not wait.
-local function to_device(t, device)
-  if device == nil or device == "cpu" then return t end
-  return t:to(device, {non_blocking = true})
-end
-
 -- Accuracy and mean loss of model over loader, without a graph. prepare turns
 -- a batch's images into the model's input; batches move to device (default
 -- the CPU).
@@ -121,8 +115,7 @@ function training.evaluate(model, loader, prepare, loss_fn, device)
   model:eval()
   local correct, seen, loss_sum = 0, 0, 0.0
   lt.no_grad(function()
-    for images, labels in loader:iter() do
-      images, labels = to_device(images, device), to_device(labels, device)
+    for images, labels in lt.data.prefetch(loader:iter(), device) do
       local logits = model(prepare(images))
       if loss_fn then loss_sum = loss_sum + loss_fn(logits, labels):item() * labels:size(1) end
       correct = correct + logits:argmax(2):eq(labels):sum():item()
@@ -264,8 +257,7 @@ function training.fit(model, optimizer, train, test, opts)
     local bar = progress.new(#train, {label = ("epoch %d/%d"):format(epoch, opts.epochs)})
     local loss_sum, steps = 0.0, 0
     train:set_epoch(epoch)
-    for images, labels in train:iter() do
-      images, labels = to_device(images, device), to_device(labels, device)
+    for images, labels in require("lt.data").prefetch(train:iter(), device) do
       local l = train_step(model, optimizer, prepare(images), labels, opts, scaler)
       loss_sum, steps = loss_sum + l, steps + 1
       bar:step({loss = l})

@@ -292,4 +292,24 @@ describe("CUDA streams and events", function()
     h.fails(function() return closed:record() end, "Event:record: attempt to use a freed CUDA event")
     assert.truthy(tostring(closed):find("(freed)", 1, true))
   end)
+
+  it("data.prefetch copies batches on a side stream, in order and intact", function()
+    local x = lt.randn(50, 3)
+    local y = lt.arange(1, 51)
+    local function batches()
+      return lt.data.DataLoader({x, y}, {batch_size = 8, shuffle = true, seed = 5, pin_memory = true}):epoch(1)
+    end
+    local expected = {}
+    for bx, by in batches() do expected[#expected + 1] = {bx, by} end
+    local n, before = 0, lt.cuda.current_stream()
+    for bx, by in lt.data.prefetch(batches(), dev) do
+      n = n + 1
+      assert.equal(dev, bx.device)
+      assert.is_true(lt.cuda.current_stream() == before) -- the copy stream never leaks out
+      local doubled = bx * 2 -- computes on the current stream after its wait
+      assert.equal(0, (doubled:cpu() - expected[n][1] * 2):abs():max():item())
+      assert.equal(0, (by:cpu() - expected[n][2]):abs():max():item())
+    end
+    assert.equal(#expected, n)
+  end)
 end)
