@@ -33,6 +33,9 @@ timeout 120 ctest --test-dir "$build" -j"$(nproc)" --output-on-failure | tail -n
 section "CUDA against CPU, op by op"
 timeout 90 "$lt" tests/gpu/compare_backends.lua | tail -n 40 || fail "compare_backends.lua"
 
+section "CUDA against CPU on a side stream"
+timeout 90 "$lt" tests/gpu/compare_backends.lua side-stream | tail -n 3 || fail "compare_backends.lua side-stream"
+
 # A one-step probe first: if training on CUDA fails outright, say why once
 # instead of failing every part below.
 section "Fashion recipes on CUDA"

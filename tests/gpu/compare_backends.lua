@@ -3,8 +3,12 @@
 -- optimizer steps, in float32, float64, float16 and bfloat16 at several
 -- shapes (the cases are tests/gpu/cases.lua). Prints one row per case and
 -- exits 1 if any case fails. Run by scripts/gpu_check.sh:
---   lt tests/gpu/compare_backends.lua
+--   lt tests/gpu/compare_backends.lua [side-stream]
+-- With "side-stream" every case runs on a pool stream instead of the default
+-- stream, which shows whether any kernel, copy or library call still goes to
+-- the legacy default stream (it would race with the pool stream's work).
 local lt = lt or require "lt"
+local side_stream = arg and arg[1] == "side-stream"
 
 if not lt.cuda.is_available() then
   print("skipped: no CUDA device")
@@ -12,6 +16,7 @@ if not lt.cuda.is_available() then
 end
 
 local cases = dofile("tests/gpu/cases.lua")
+if side_stream then lt.cuda.set_stream(lt.cuda.Stream()) end
 local rows, failures = cases.run()
 print(string.format("%-22s %-9s %-14s %12s %s", "op", "dtype", "shape", "max error", "ok"))
 for _, r in ipairs(rows) do print(cases.format(r)) end
