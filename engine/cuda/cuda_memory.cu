@@ -23,6 +23,15 @@ static void remember_call(const char *call, int index, cudaError_t e) {
            cudaGetErrorString(e));
 }
 
+// Whether e is a failure; if so it is remembered and the runtime's error
+// state cleared, so that the next launch check does not report it.
+static bool call_failed(const char *call, int index, cudaError_t e) {
+  if (e == cudaSuccess) return false;
+  (void)cudaGetLastError();
+  remember_call(call, index, e);
+  return true;
+}
+
 static void *cuda_raw_alloc(void *ctx, int index, size_t nbytes) {
   (void)ctx;
   void *ptr = NULL;
@@ -82,24 +91,14 @@ static void *cuda_record_event(void *ctx, int index, lt_stream_id stream) {
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
-  if (guard.error != cudaSuccess) {
-    // Stream 0 would then mean another device's default stream.
-    (void)cudaGetLastError();
-    remember_call(guard.error_call, index, guard.error);
-    return NULL;
-  }
+  // Stream 0 would then mean another device's default stream.
+  if (call_failed(guard.error_call, index, guard.error)) return NULL;
   cudaEvent_t ev = NULL;
   // No timing: cheaper to record and to query, and only completion matters.
-  cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    remember_call("cudaEventCreateWithFlags", index, e);
-    return NULL; // the allocator then synchronizes the device instead
-  }
-  e = cudaEventRecord(ev, (cudaStream_t)stream);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    remember_call("cudaEventRecord", index, e);
+  // On failure the allocator synchronizes the device instead.
+  if (call_failed("cudaEventCreateWithFlags", index, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)))
+    return NULL;
+  if (call_failed("cudaEventRecord", index, cudaEventRecord(ev, (cudaStream_t)stream))) {
     (void)cudaEventDestroy(ev);
     (void)cudaGetLastError();
     return NULL;
@@ -127,41 +126,25 @@ static void cuda_event_wait(void *ctx, int index, void *event) {
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
-  const cudaError_t e = cudaEventSynchronize((cudaEvent_t)event);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    remember_call("cudaEventSynchronize", index, e);
-  }
+  (void)call_failed("cudaEventSynchronize", index, cudaEventSynchronize((cudaEvent_t)event));
 }
 
 static void cuda_event_free(void *ctx, int index, void *event) {
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
-  const cudaError_t e = cudaEventDestroy((cudaEvent_t)event);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    remember_call("cudaEventDestroy", index, e);
-  }
+  (void)call_failed("cudaEventDestroy", index, cudaEventDestroy((cudaEvent_t)event));
 }
 
 static void cuda_device_sync(void *ctx, int index) {
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
-  if (guard.error != cudaSuccess) {
-    // Not the device asked for: nothing here can prove its streams are done.
-    (void)cudaGetLastError();
-    remember_call(guard.error_call, index, guard.error);
-    return;
-  }
+  // Not the device asked for: nothing here can prove its streams are done.
+  if (call_failed(guard.error_call, index, guard.error)) return;
   // Every stream of the device, the pool's included: the fallback when an
   // event could not be recorded.
-  const cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    remember_call("cudaDeviceSynchronize", index, e);
-  }
+  (void)call_failed("cudaDeviceSynchronize", index, cudaDeviceSynchronize());
 }
 
 // ---- pinned host memory ----
