@@ -1,8 +1,12 @@
-/* Elementwise math, comparisons, in-place ops, filling, matmul and joining.
+/* Elementwise math, comparisons, in-place ops, filling, matmul, joining and
+ * padding.
  * One closure per op code (the code in an upvalue) instead of one C function
  * per op: the dispatch is the engine's, the binding only unpacks operands. */
+#include <string.h>
+
 #include "args.h"
 #include "bindings.h"
+#include "nn_options.h"
 #include "tensor_handle.h"
 
 static const char *const binary_names[LT_NBINARY] = {
@@ -268,6 +272,48 @@ static int join(lua_State *L, bool stack) {
 static int lt_cat_fn(lua_State *L) { return join(L, false); }
 static int lt_stack_fn(lua_State *L) { return join(L, true); }
 
+/* ---- padding ---- */
+
+static const char *const pad_keys[] = {"mode", "value", NULL};
+
+/* F.pad(x, pad, {mode="constant", value=0}): pad is a flat list of
+ * (before, after) pairs from the last dim backwards, as torch's F.pad; a
+ * negative value crops. lt.nn.functional takes this function as it is. */
+static int lt_pad_fn(lua_State *L) {
+  const char *op = "pad";
+  lt_tensor *x = ltb_check_tensor(L, 1, op), *out = NULL;
+  if (!lua_istable(L, 2))
+    return luaL_error(L, "%s: expected a list of paddings {before, after, ...}, got %s", op,
+                      luaL_typename(L, 2));
+  const lua_Unsigned n = lua_rawlen(L, 2);
+  /* The engine says the same of any list longer than 2 per dim; one longer
+   * than it could be for any tensor does not fit the buffer. */
+  if (n > 2 * LT_MAX_DIMS)
+    return luaL_error(L,
+                      "%s: the padding list has %I values, more than 2 per dimension of a "
+                      "%d-dimensional tensor",
+                      op, (lua_Integer)n, x->ndim);
+  int64_t pad[2 * LT_MAX_DIMS];
+  for (lua_Unsigned i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, (lua_Integer)i + 1);
+    pad[i] = ltb_check_integer(L, -1, op, "a padding");
+    lua_pop(L, 1);
+  }
+  const int opts = ltb_nn_options(L, 3, op, pad_keys);
+  if (opts && lua_getfield(L, opts, "mode") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING)
+      return luaL_error(L, "%s: mode must be a string, got %s", op, luaL_typename(L, -1));
+    const char *mode = lua_tostring(L, -1);
+    if (strcmp(mode, "constant") != 0)
+      return luaL_error(L, "%s: mode '%s' is not supported (expected 'constant')", op, mode);
+  }
+  double value = 0.0;
+  ltb_nn_opt_number(L, opts, op, "value", &value);
+  ltb_handle *h = ltb_new_handle(L);
+  lt_status st = lt_constant_pad_nd(x, pad, (int)n, value, &out);
+  return ltb_finish(L, h, st, out);
+}
+
 void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx) {
   methods_idx = lua_absindex(L, methods_idx);
   core_idx = lua_absindex(L, core_idx);
@@ -299,7 +345,8 @@ void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx) {
 
   static const luaL_Reg functions[] = {
       {"matmul", tensor_matmul}, {"cat", lt_cat_fn},     {"stack", lt_stack_fn},
-      {"where", lt_where_fn},    {"clamp", tensor_clamp}, {NULL, NULL},
+      {"where", lt_where_fn},    {"clamp", tensor_clamp}, {"_pad", lt_pad_fn},
+      {NULL, NULL},
   };
   lua_pushvalue(L, core_idx);
   luaL_setfuncs(L, functions, 0);

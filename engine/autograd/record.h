@@ -68,6 +68,10 @@ lt_status ag_record_view(const char *name, ag_view_kind kind, const lt_tensor *t
                          const int64_t *args, int nargs);
 lt_status ag_record_cat(lt_tensor *const *ts, int n, int dim, lt_tensor *r);
 lt_status ag_record_stack(lt_tensor *const *ts, int n, int dim, lt_tensor *r);
+/* constant_pad_nd (formulas_pad.c). before: x->ndim values, the padding
+ * before each dim (negative: cropped); the padding after follows from the
+ * shapes of x and r. */
+lt_status ag_record_constant_pad(const lt_tensor *x, const int64_t *before, lt_tensor *r);
 /* An op whose gradient is the output's gradient itself (converted back to
  * t's dtype and device): to, clone, a copying contiguous. Nothing when r is t. */
 lt_status ag_record_identity(const char *name, const lt_tensor *t, lt_tensor *r);

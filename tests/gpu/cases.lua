@@ -152,6 +152,13 @@ local function add_nn(add, dtype)
         {rand(table.unpack(c[2])), rand(table.unpack(c[3])), rand(c[3][1])}, {})
     end)
   end
+  -- F.pad: the fill and copy kernels on strided views; with a crop, the
+  -- backward pads the gradient back with zeros, without one it narrows it
+  for _, c in ipairs {{"pad", {1, 2, 0, 3}}, {"pad_crop", {1, -2, -1, 3, 2, 0}}} do
+    add(c[1], function()
+      return compare(function(x) return F.pad(x, c[2], {value = 0.5}) end, {rand(2, 3, 5, 6)}, {})
+    end)
+  end
   add("max_pool2d", function()
     return compare(function(x) return F.max_pool2d(x, 2) end, {rand(2, 3, 8, 9)}, {})
   end)

@@ -126,6 +126,14 @@ lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 lt_status lt_cat(lt_tensor *const *ts, int n, int dim, lt_tensor **out);
 lt_status lt_stack(lt_tensor *const *ts, int n, int dim, lt_tensor **out);
 
+/* ---- padding ----
+ * torch.constant_pad_nd (F.pad's "constant" mode): pad holds npad values,
+ * (before, after) pairs for the last dim first, then the one before it, ...
+ * A negative value crops. The result is one new tensor of x's dtype and
+ * device; its gradient is the matching part of the output's gradient. */
+lt_status lt_constant_pad_nd(const lt_tensor *x, const int64_t *pad, int npad, double value,
+                             lt_tensor **out);
+
 /* ---- scalar access ---- */
 /* The single element of a one-element tensor as double (or exact int64). */
 lt_status lt_item(const lt_tensor *t, double *out);

@@ -1,10 +1,13 @@
 -- nn.Conv2d(in_channels, out_channels, kernel_size, {stride=1, padding=0,
 -- dilation=1, groups=1, bias=true, dtype=, device=}); sizes are an integer
--- or a table {h, w}. Weight [out, in / groups, kh, kw].
+-- or a table {h, w}; padding may also be "valid" (none) or "same" (output as
+-- large as the input, stride 1 only; see lt.nn.pad). Weight [out, in /
+-- groups, kh, kw].
 local core = require "lt.core"
 local Module = require "lt.nn.module"
 local init = require "lt.nn.initializers"
 local options = require "lt.nn.options"
+local pad = require "lt.nn.pad"
 local raise = require "lt.user_error"
 
 local Parameter = Module.Parameter
@@ -21,8 +24,14 @@ function Conv2d:init(in_channels, out_channels, kernel_size, opts)
   self.out_channels = options.integer(name, "out_channels", out_channels, 1)
   self.kernel_size = options.pair(name, "kernel_size", kernel_size, 1)
   self.stride = options.pair(name, "stride", o.stride, 1)
-  self.padding = options.pair(name, "padding", o.padding, 0)
   self.dilation = options.pair(name, "dilation", o.dilation, 1)
+  if type(o.padding) == "string" then
+    -- Kept as the string, as PyTorch keeps it; F.conv2d resolves it.
+    self.padding = pad.check_mode(name, o.padding)
+    if self.padding == "same" then pad.check_same_stride(name, self.stride) end
+  else
+    self.padding = options.pair(name, "padding", o.padding, 0)
+  end
   self.groups = options.integer(name, "groups", o.groups, 1)
   if self.in_channels % self.groups ~= 0 then
     raise(string.format("Conv2d: in_channels must be divisible by groups (got in_channels %d, groups %d)",
@@ -59,7 +68,11 @@ local function is_pair(t, a, b) return t[1] == a and t[2] == b end
 function Conv2d:extra_repr()
   local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
     options.tuple(self.kernel_size), options.tuple(self.stride))
-  if not is_pair(self.padding, 0, 0) then s = s .. ", padding=" .. options.tuple(self.padding) end
+  if type(self.padding) == "string" then
+    s = s .. ", padding=" .. self.padding
+  elseif not is_pair(self.padding, 0, 0) then
+    s = s .. ", padding=" .. options.tuple(self.padding)
+  end
   if not is_pair(self.dilation, 1, 1) then s = s .. ", dilation=" .. options.tuple(self.dilation) end
   if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
   if self.bias == nil then s = s .. ", bias=false" end
