@@ -203,16 +203,40 @@ static int softmax_like(lua_State *L, const char *op, bool log) {
 static int f_softmax(lua_State *L) { return softmax_like(L, "softmax", false); }
 static int f_log_softmax(lua_State *L) { return softmax_like(L, "log_softmax", true); }
 
-/* F.dropout(x, p=0.5, training=true) */
+static const char *const dropout_keys[] = {"training", "inplace", NULL};
+
+/* A boolean at arg (none or nil: *out unchanged). */
+static void opt_bool_arg(lua_State *L, int arg, const char *op, const char *what, bool *out) {
+  if (lua_isnoneornil(L, arg)) return;
+  if (!lua_isboolean(L, arg))
+    luaL_error(L, "%s: %s must be a boolean, got %s", op, what, luaL_typename(L, arg));
+  *out = lua_toboolean(L, arg);
+}
+
+/* F.dropout(x, p=0.5, training=true, inplace=false), PyTorch's positional
+ * form; or F.dropout(x, p, {training=, inplace=}), lt's keyword form. In
+ * place, x itself is written and returned. */
 static int f_dropout(lua_State *L) {
   const char *op = "dropout";
   lt_tensor *x = ltb_check_tensor(L, 1, op), *out = NULL;
   const double p = lua_isnoneornil(L, 2) ? 0.5 : ltb_check_number(L, 2, op, "p");
-  bool training = true;
-  if (!lua_isnoneornil(L, 3)) {
-    if (!lua_isboolean(L, 3))
-      return luaL_error(L, "%s: training must be a boolean, got %s", op, luaL_typename(L, 3));
-    training = lua_toboolean(L, 3);
+  bool training = true, inplace = false;
+  if (lua_istable(L, 3)) {
+    if (!lua_isnone(L, 4))
+      return luaL_error(L, "%s: expected nothing after the options table, got %s", op,
+                        luaL_typename(L, 4));
+    const int opts = ltb_nn_options(L, 3, op, dropout_keys);
+    ltb_nn_opt_bool(L, opts, op, "training", &training);
+    ltb_nn_opt_bool(L, opts, op, "inplace", &inplace);
+  } else {
+    opt_bool_arg(L, 3, op, "training", &training);
+    opt_bool_arg(L, 4, op, "inplace", &inplace);
+  }
+  if (inplace) {
+    lt_status st = lt_dropout_(x, p, training, NULL);
+    if (st != LT_OK) return ltb_raise(L, st);
+    lua_settop(L, 1);
+    return 1;
   }
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_dropout(x, p, training, &out, NULL);

@@ -86,18 +86,36 @@ static lt_status masked_scale(const char *op, const lt_tensor *x, const lt_tenso
 /* 1 / (1 - p), and 0 when p is 1: every element is dropped then. */
 static double keep_scale(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
 
+static lt_status check_dropout(const char *op, const lt_tensor *x, double p) {
+  LT_TRY(nn_check_float(op, "input", x));
+  if (!(p >= 0.0 && p <= 1.0))
+    return lt_error(LT_ERR_ARG, "%s: probability has to be between 0 and 1, but got %g", op, p);
+  return LT_OK;
+}
+
+/* *mask: a new bool tensor of x's shape, each element true with
+ * probability 1 - p, from lt's generator. */
+static lt_status draw_keep_mask(const lt_tensor *x, double p, lt_tensor **mask) {
+  lt_tensor *m = NULL;
+  LT_TRY(lt_empty(x->shape, x->ndim, LT_BOOL, x->storage->device, &m));
+  lt_status st = lt_bernoulli_(m, 1.0 - p);
+  if (st != LT_OK) {
+    lt_tensor_release(m);
+    m = NULL;
+  }
+  *mask = m;
+  return st;
+}
+
 static lt_status dropout_forward(const lt_tensor *x, double p, bool training, lt_tensor **out,
                                  lt_tensor **mask) {
   const char *op = "dropout";
   *out = NULL;
   if (mask) *mask = NULL;
-  LT_TRY(nn_check_float(op, "input", x));
-  if (!(p >= 0.0 && p <= 1.0))
-    return lt_error(LT_ERR_ARG, "%s: probability has to be between 0 and 1, but got %g", op, p);
+  LT_TRY(check_dropout(op, x, p));
   if (!training || p == 0.0) return lt_alias(x, out);
   lt_tensor *m = NULL;
-  LT_TRY(lt_empty(x->shape, x->ndim, LT_BOOL, x->storage->device, &m));
-  lt_status st = lt_bernoulli_(m, 1.0 - p);
+  lt_status st = draw_keep_mask(x, p, &m);
   if (st == LT_OK) st = masked_scale(op, x, m, keep_scale(p), out);
   if (st == LT_OK && mask)
     *mask = m;
@@ -117,6 +135,49 @@ lt_status lt_dropout(const lt_tensor *x, double p, bool training, lt_tensor **ou
   if (st == LT_OK) st = ag_record_dropout(x, m, p, *out);
   nn_hand_over(st, m, mask);
   return nn_settle(st, out, NULL);
+}
+
+/* x = x * mask * scale, written into x. The masked_scale kernels are
+ * elementwise over contiguous operands, each element read before it is
+ * written, so x can be its own output when it is contiguous and already in
+ * the compute dtype: no temporary of x's size. Other layouts and 16-bit
+ * floats go through masked_scale's result and a copy back. */
+static lt_status masked_scale_into(const char *op, lt_tensor *x, const lt_tensor *mask,
+                                   double scale) {
+  if (lt_is_contiguous(x) && nn_compute_dtype(x->dtype) == x->dtype) {
+    const lt_nn_backend *be;
+    LT_TRY(nn_backend(op, x->storage->device, &be));
+    return be->masked_scale(x, x, mask, scale);
+  }
+  lt_tensor *r = NULL;
+  LT_TRY(masked_scale(op, x, mask, scale, &r));
+  lt_status st = lt_copy_(x, r);
+  lt_tensor_release(r);
+  return st;
+}
+
+lt_status lt_dropout_(lt_tensor *x, double p, bool training, lt_tensor **mask) {
+  const char *op = "dropout_";
+  if (mask) *mask = NULL;
+  LT_TRY(check_dropout(op, x, p));
+  /* As PyTorch's dropout_: nothing to write, so no in-place checks either. */
+  if (!training || p == 0.0) return LT_OK;
+  LT_TRY(ops_check_writable(op, x));
+  lt_tensor *old = NULL; /* the backward needs only the mask, never x's old values */
+  LT_TRY(ag_inplace_begin(op, x, NULL, false, &old));
+  lt_tensor *m = NULL;
+  LT_TRY(draw_keep_mask(x, p, &m));
+  /* Off while the write runs: a copy back must not record history. */
+  const bool grad_mode = lt_set_grad_enabled(false);
+  lt_status st = masked_scale_into(op, x, m, keep_scale(p));
+  lt_set_grad_enabled(grad_mode);
+  if (st == LT_OK) {
+    ops_bump_version(x, op);
+    /* x is both the node's input (its history so far) and its result. */
+    st = ag_record_dropout(x, m, p, x);
+  }
+  nn_hand_over(st, m, mask);
+  return st;
 }
 
 lt_status lt_dropout_backward(const lt_tensor *grad_out, const lt_tensor *mask, double p,

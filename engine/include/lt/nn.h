@@ -140,6 +140,12 @@ lt_status lt_log_softmax_backward(const lt_tensor *grad_out, const lt_tensor *ou
  * storage and *mask is NULL. */
 lt_status lt_dropout(const lt_tensor *x, double p, bool training, lt_tensor **out,
                      lt_tensor **mask);
+/* In place (F.dropout's inplace): the same draw and scaling written into x,
+ * whose version is bumped, so no result of x's size is allocated; the mask
+ * is still made, and saved for backward. Training false or p 0 leaves x as
+ * it is (*mask NULL). In grad mode a leaf that requires grad is refused, as
+ * by every in-place op. */
+lt_status lt_dropout_(lt_tensor *x, double p, bool training, lt_tensor **mask);
 /* mask NULL: the gradient passes through (a view of grad_out). */
 lt_status lt_dropout_backward(const lt_tensor *grad_out, const lt_tensor *mask, double p,
                               lt_tensor **grad_input);

@@ -4,20 +4,39 @@
 -- (lt.core._functional), so a training step pays no Lua wrapper per op.
 --
 --   F.linear(x, w, b)                 F.conv2d(x, w, b, {stride=, padding=, dilation=, groups=})
+--     padding: an integer, a pair {h, w}, "valid" (0) or "same" (output as large as the input; stride 1)
+--   F.pad(x, {left, right, top, bottom, ...}, {mode="constant", value=0})  (pairs from the last dim; negative crops)
 --   F.max_pool2d(x, k, {stride=, padding=, dilation=, ceil_mode=, return_indices=})
 --   F.avg_pool2d(x, k, {stride=, padding=, ceil_mode=, count_include_pad=, divisor_override=})
 --   F.batch_norm(x, running_mean, running_var, w, b, {training=false, momentum=0.1, eps=1e-5})
 --   F.layer_norm(x, normalized_shape, w, b, {eps=1e-5})
 --   F.relu(x, {inplace=})  F.gelu(x, {approximate="none"|"tanh"})  F.tanh(x)  F.sigmoid(x)
---   F.softmax(x, d)  F.log_softmax(x, d)  F.dropout(x, p=0.5, training=true)  F.flatten(x, s, e)
+--   F.softmax(x, d)  F.log_softmax(x, d)  F.flatten(x, s, e)
+--   F.dropout(x, p=0.5, training=true, inplace=false)  F.dropout(x, p, {training=, inplace=})
 --   F.embedding(indices, w, {padding_idx=})
 --   F.cross_entropy(logits, target, {reduction="mean", ignore_index=-100, label_smoothing=0, weight=})
+--     target: 1-based class labels (int64), or class probabilities (floating, logits' shape)
 --   F.nll_loss(log_probs, target, {reduction=, ignore_index=, weight=})
 --   F.mse_loss(a, b, {reduction="mean"})
 local core = require "lt.core"
+local raise = require "lt.user_error"
+local shapes = require "lt.shapes"
 
 local F = {}
 for name, fn in pairs(core._functional) do F[name] = fn end
+
+-- conv2d: the C op, with padding "same" or "valid" resolved first
+-- (lt.nn.pad); padding.call keeps its errors at the script's line.
+local c_conv2d = core._functional.conv2d
+local padding = require "lt.nn.pad"
+function F.conv2d(x, w, b, opts)
+  if type(opts) == "table" and type(opts.padding) == "string" then
+    return padding.conv2d(c_conv2d, x, w, b, opts)
+  end
+  return padding.call(c_conv2d, x, w, b, opts)
+end
+
+F.pad = padding.pad
 
 local function check_tensor(op, x)
   if not core.is_tensor(x) then
@@ -45,6 +64,124 @@ end
 function F.sigmoid(x)
   check_tensor("sigmoid", x)
   return x:sigmoid()
+end
+
+-- ---- cross_entropy ----
+
+local FLOATING = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
+local REDUCTIONS = { none = true, mean = true, sum = true }
+local CE_DEFAULTS = { reduction = "mean", ignore_index = -100, label_smoothing = 0 }
+
+-- The options of the probability path, checked as the C path checks them.
+local function soft_ce_options(opts)
+  if opts == nil then return "mean", -100, 0, nil end
+  if type(opts) ~= "table" then raise("cross_entropy: expected an options table, got " .. type(opts)) end
+  for k in pairs(opts) do
+    if CE_DEFAULTS[k] == nil and k ~= "weight" then
+      raise(string.format("cross_entropy: unknown option '%s' (expected one of reduction, ignore_index, label_smoothing, weight)",
+        tostring(k)))
+    end
+  end
+  local reduction = opts.reduction or "mean"
+  if not REDUCTIONS[reduction] then
+    raise("cross_entropy: reduction must be 'none', 'mean' or 'sum', got " .. tostring(reduction))
+  end
+  local ignore_index = opts.ignore_index or -100
+  if type(ignore_index) ~= "number" or ignore_index ~= math.floor(ignore_index) then
+    raise("cross_entropy: ignore_index must be an integer, got " .. tostring(ignore_index))
+  end
+  local ls = opts.label_smoothing or 0
+  if type(ls) ~= "number" or not (ls >= 0 and ls <= 1) then
+    raise("cross_entropy: label_smoothing must be between 0 and 1, got " .. tostring(ls))
+  end
+  local weight = opts.weight
+  if weight ~= nil and not core.is_tensor(weight) then
+    raise("cross_entropy: weight must be a tensor of class weights, got " .. type(weight))
+  end
+  return reduction, ignore_index, ls, weight
+end
+
+-- PyTorch's cross_entropy with class probabilities: with p = target smoothed
+-- as target * (1 - ls) + ls / C and w the class weights (1 without),
+-- loss_n = -sum_c w_c p_nc log_softmax(input)_nc; "mean" divides the sum by
+-- the number of samples (N times the spatial size), not by the weights.
+-- Built from differentiable ops, so both input and target get gradients
+-- and every backend runs it.
+local function soft_cross_entropy(input, target, opts)
+  if not core.is_tensor(input) then raise("cross_entropy: expected a tensor for input, got " .. type(input)) end
+  local reduction, ignore_index, ls, weight = soft_ce_options(opts)
+  if not FLOATING[input.dtype] then
+    raise("cross_entropy: expected a floating point input, got " .. input.dtype)
+  end
+  local ndim = input:dim()
+  if ndim == 0 then
+    raise("cross_entropy: expected input with 1 or more dimensions [N, C, ...], got []")
+  end
+  if not shapes.equal(target.shape, input.shape) then
+    raise(string.format("cross_entropy: probability target of shape %s must match input %s",
+      shapes.text(target.shape), shapes.text(input.shape)))
+  end
+  if target.device ~= input.device then
+    raise(string.format("cross_entropy: probability target is on %s but input is on %s", target.device, input.device))
+  end
+  -- PyTorch refuses any ignore_index that could be a class (>= 0 there);
+  -- lt's classes start at 1.
+  if ignore_index >= 1 then
+    raise(string.format("cross_entropy: ignore_index is not supported for probability targets (got %s)",
+      tostring(math.tointeger(ignore_index) or ignore_index)))
+  end
+  local cdim = ndim == 1 and 1 or 2
+  local c = input:size(cdim)
+  if weight ~= nil then
+    if weight:dim() ~= 1 or weight:numel() ~= c then
+      raise(string.format("cross_entropy: weight should have one value for each of the %d classes, got shape %s",
+        c, shapes.text(weight.shape)))
+    end
+    if not FLOATING[weight.dtype] then
+      raise("cross_entropy: expected a floating point weight, got " .. weight.dtype)
+    end
+    if weight.device ~= input.device then
+      raise(string.format("cross_entropy: weight is on %s but input is on %s", weight.device, input.device))
+    end
+  end
+
+  local p = target
+  if ls > 0 then p = target * (1 - ls) + ls / c end
+  local terms = F.log_softmax(input, cdim) * p
+  if weight ~= nil then
+    if ndim > 1 then
+      -- [1, C, 1, ...]: broadcast over the batch and spatial dims.
+      local view = {}
+      for d = 1, ndim do view[d] = 1 end
+      view[2] = c
+      weight = weight:view(view)
+    end
+    terms = terms * weight
+  end
+  if reduction == "none" then return -terms:sum(cdim) end
+  local total = -terms:sum()
+  if reduction == "sum" then return total end
+  -- An empty batch gives 0 / 0, NaN, as PyTorch's.
+  return total / (input:numel() / c)
+end
+
+local class_index_cross_entropy = F.cross_entropy
+
+-- Floating targets are class probabilities; anything else goes straight to
+-- the fused C op (class labels), checked there.
+function F.cross_entropy(input, target, opts)
+  if core.is_tensor(target) then
+    if FLOATING[target.dtype] then return soft_cross_entropy(input, target, opts) end
+    -- Labels have one dim fewer than the input: a target of the input's
+    -- shape was meant as probabilities (PyTorch's rule is the shape).
+    local ndim = target.ndim
+    if ndim > 0 and core.is_tensor(input) and input.ndim == ndim and shapes.equal(target.shape, input.shape) then
+      raise(string.format(
+        "cross_entropy: a target of the input's shape %s holds class probabilities and must be floating point, got %s",
+        shapes.text(input.shape), target.dtype))
+    end
+  end
+  return class_index_cross_entropy(input, target, opts)
 end
 
 -- torch.flatten: from dim s (default 1) to dim e (default -1).

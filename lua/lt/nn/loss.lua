@@ -1,6 +1,8 @@
 -- Loss modules: nn.CrossEntropyLoss({weight=, reduction="mean",
 -- ignore_index=-100, label_smoothing=0}) over logits and 1-based class
--- targets, and nn.MSELoss({reduction="mean"}). m(input, target).
+-- targets or class probabilities (a floating target of the logits' shape,
+-- F.cross_entropy's rule), and nn.MSELoss({reduction="mean"}).
+-- m(input, target).
 local core = require "lt.core"
 local Module = require "lt.nn.module"
 local options = require "lt.nn.options"
