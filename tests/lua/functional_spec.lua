@@ -54,14 +54,6 @@ local calls = {
   mse_loss = function(i, p) return F.mse_loss(i.a, i.b, p.opts) end,
 }
 
--- The names of a case's inputs in a fixed order.
-local function input_names(case)
-  local names = {}
-  for name in pairs(case.inputs) do names[#names + 1] = name end
-  table.sort(names)
-  return names
-end
-
 describe("F against PyTorch", function()
   for _, case in ipairs(cases) do
     it(case.name, function()
@@ -90,7 +82,7 @@ describe("F gradients against finite differences (float64)", function()
   for _, case in ipairs(cases) do
     if not_a_derivative[case.name] then goto continue end
     it(case.name, function()
-      local names = input_names(case)
+      local names = h.sorted_keys(case.inputs)
       local args = {}
       for k, name in ipairs(names) do
         local T = case.inputs[name]

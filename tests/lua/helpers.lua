@@ -15,6 +15,15 @@ function helpers.fails(fn, ...)
   return err
 end
 
+-- The keys of t in sorted order (a fixture case's input names), so that
+-- specs walk them the same way every run.
+function helpers.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
 -- Like fails, and then checks that nothing leaked (allocated bytes are back
 -- to their value before the call, once garbage is collected) and that the
 -- session still computes.

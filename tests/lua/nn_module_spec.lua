@@ -15,13 +15,6 @@ local function mlp()
   return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
 end
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  return keys
-end
-
 -- A custom module with a parameter, a buffer, a child and a nested Sequential.
 local Block = nn.Module:extend("Block")
 
@@ -143,7 +136,7 @@ describe("registration", function()
     m:register_buffer("scratch", lt.zeros(3), false)
     assert.equal(0, #m:parameters())
     assert.equal(2, #m:buffers())
-    assert.same({ "stats" }, sorted_keys(m:state_dict()))
+    assert.same({ "stats" }, h.sorted_keys(m:state_dict()))
     h.fails(function() m.stats = 5 end, "cannot assign a number as buffer 'stats'")
   end)
 
@@ -239,7 +232,7 @@ describe("state_dict and load_state_dict", function()
   it("names parameters and persistent buffers with dotted names", function()
     local m = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4, 2))
     assert.same({ "1.bias", "1.weight", "2.bias", "2.num_batches_tracked", "2.running_mean", "2.running_var",
-      "2.weight", "5.bias", "5.weight" }, sorted_keys(m:state_dict()))
+      "2.weight", "5.bias", "5.weight" }, h.sorted_keys(m:state_dict()))
   end)
 
   it("state_dict tensors are detached and share storage", function()

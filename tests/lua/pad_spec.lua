@@ -33,13 +33,6 @@ local calls = {
   conv2d = function(i, p) return F.conv2d(i.x, i.w, i.b, p.opts) end,
 }
 
-local function input_names(case)
-  local names = {}
-  for name in pairs(case.inputs) do names[#names + 1] = name end
-  table.sort(names)
-  return names
-end
-
 local cases = dofile(FIXTURES .. "functional.lua")
 
 describe("F.pad and F.conv2d padding='same'|'valid' against PyTorch (float32)", function()
@@ -58,7 +51,7 @@ end)
 describe("F.pad and F.conv2d padding='same' against finite differences (float64)", function()
   for _, case in ipairs(cases) do
     it(case.name, function()
-      local names = input_names(case)
+      local names = h.sorted_keys(case.inputs)
       local args = {}
       for k, name in ipairs(names) do args[k] = to_tensor(case.inputs[name], "float64"):requires_grad_() end
       local function fn(...)
