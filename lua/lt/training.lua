@@ -183,12 +183,16 @@ function training.memory_options(own)
 end
 
 local AMP_DTYPES = {bf16 = "bfloat16", fp16 = "float16"}
+-- Steps between two reads of the loss for the progress bar on a GPU.
+local LOSS_READ_EVERY = 20
 
 -- One optimizer step over a batch: the forward (checkpointed in segments when
 -- asked) under autocast when asked, over `accum` micro-batches whose losses
 -- are weighted by their share of the batch (1/K for equal parts), so the
 -- accumulated gradient is the full batch's; with fp16 the loss is scaled and
--- the step skipped on inf/NaN. Returns the batch's mean loss as a number.
+-- the step skipped on inf/NaN. Returns the batch's mean loss as a 0-dim
+-- tensor on the batch's device, detached (it keeps no graph alive): reading
+-- it is the caller's choice, since on a GPU every read waits for the step.
 local function train_step(model, optimizer, x, labels, opts, scaler)
   local lt = require "lt"
   local F = lt.nn.functional
@@ -201,7 +205,7 @@ local function train_step(model, optimizer, x, labels, opts, scaler)
   optimizer:zero_grad()
   local n_total = labels:size(1)
   local parts = math.min(accum, n_total)
-  local first, mean_loss = 1, 0.0
+  local first, mean_loss = 1, nil
   for k = 1, parts do
     local n = n_total * k // parts - n_total * (k - 1) // parts
     local xb, yb = x, labels
@@ -213,7 +217,9 @@ local function train_step(model, optimizer, x, labels, opts, scaler)
     local weighted = n == n_total and loss or loss * (n / n_total)
     if scaler then weighted = scaler:scale(weighted) end
     weighted:backward()
-    mean_loss = mean_loss + loss:item() * n / n_total -- a number: keeps no graph alive
+    local share = loss:detach():float()
+    if n ~= n_total then share = share * (n / n_total) end
+    mean_loss = mean_loss and mean_loss + share or share
   end
   if scaler then
     scaler:step(optimizer)
@@ -255,15 +261,20 @@ function training.fit(model, optimizer, train, test, opts)
   for epoch = first_epoch, opts.epochs do
     model:train()
     local bar = progress.new(#train, {label = ("epoch %d/%d"):format(epoch, opts.epochs)})
-    local loss_sum, steps = 0.0, 0
+    local loss_sum, steps, shown = nil, 0, nil
+    -- On a GPU the loss is read (a wait for the step to finish) every
+    -- LOSS_READ_EVERY steps only, so that the host queues the next steps
+    -- while the device runs; on the CPU reading costs nothing.
+    local read_every = device == "cpu" and 1 or LOSS_READ_EVERY
     train:set_epoch(epoch)
     for images, labels in require("lt.data").prefetch(train:iter(), device) do
       local l = train_step(model, optimizer, prepare(images), labels, opts, scaler)
-      loss_sum, steps = loss_sum + l, steps + 1
-      bar:step({loss = l})
+      loss_sum, steps = loss_sum and loss_sum + l or l, steps + 1
+      if steps % read_every == 0 or steps == 1 then shown = l:item() end
+      bar:step({loss = shown})
     end
     accuracy = training.evaluate(model, test, prepare, nil, device)
-    bar:finish({loss = loss_sum / steps, ["test acc"] = accuracy})
+    bar:finish({loss = loss_sum and loss_sum:item() / steps or 0 / 0, ["test acc"] = accuracy})
     if opts.scheduler then opts.scheduler:step() end
     if opts.checkpoint ~= "" then
       training.save_checkpoint(opts.checkpoint,
