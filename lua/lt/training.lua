@@ -108,22 +108,29 @@ end
 
 -- Accuracy and mean loss of model over loader, without a graph. prepare turns
 -- a batch's images into the model's input; batches move to device (default
--- the CPU).
+-- the CPU). The counts add up on the device and are read once at the end, so
+-- that a GPU runs the batches without waiting for the host in between.
 function training.evaluate(model, loader, prepare, loss_fn, device)
   local lt = require "lt"
   local was_training = model.training
   model:eval()
-  local correct, seen, loss_sum = 0, 0, 0.0
+  local correct, seen, loss_sum = nil, 0, nil
   lt.no_grad(function()
     for images, labels in lt.data.prefetch(loader:iter(), device) do
       local logits = model(prepare(images))
-      if loss_fn then loss_sum = loss_sum + loss_fn(logits, labels):item() * labels:size(1) end
-      correct = correct + logits:argmax(2):eq(labels):sum():item()
-      seen = seen + labels:size(1)
+      local n = labels:size(1)
+      if loss_fn then
+        local batch_loss = loss_fn(logits, labels):double() * n
+        loss_sum = loss_sum and loss_sum + batch_loss or batch_loss
+      end
+      local hits = logits:argmax(2):eq(labels):sum()
+      correct = correct and correct + hits or hits
+      seen = seen + n
     end
   end)
   model:train(was_training)
-  return correct / seen, loss_sum / seen
+  if seen == 0 then return 0 / 0, 0 / 0 end
+  return correct:item() / seen, loss_sum and loss_sum:item() / seen or 0.0
 end
 
 -- The options every Fashion-MNIST recipe takes, after the recipe's own.
