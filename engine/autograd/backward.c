@@ -164,7 +164,7 @@ static lt_status fit_to_input(const ag_node *n, int i, lt_tensor *g, lt_tensor *
 
 /* ---- running one node ---- */
 
-static lt_status check_saved(const ag_node *n) {
+lt_status ag_check_saved(const ag_node *n) {
   if (n->saved_released && n->has_saved)
     return lt_error(LT_ERR_AUTOGRAD,
                     "backward: trying to backward through the graph a second time (or directly "
@@ -180,7 +180,7 @@ static lt_status check_saved(const ag_node *n) {
                     n->name, by ? by : "an in-place op",
                     (unsigned long long)sv->t->storage->version, (unsigned long long)sv->version);
   }
-  return LT_OK;
+  return n->inner ? ag_check_saved(n->inner) : LT_OK; /* CopySlices runs it */
 }
 
 /* Zeros for outputs of a multi-output node that received no gradient. */
@@ -210,7 +210,7 @@ static lt_status run_node(ag_node *n, bool retain_graph, node_list *ready) {
   if (!grads) return lt_error(LT_ERR_OOM, "backward: out of host memory");
   lt_status st = LT_OK;
   if (any) {
-    st = check_saved(n);
+    st = ag_check_saved(n);
     if (st == LT_OK) st = fill_missing(n);
     if (st == LT_OK) st = n->backward(n, n->buffers, grads);
   }
@@ -356,7 +356,7 @@ lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph)
   lt_tensor *g = NULL;
   lt_status st = initial_grad(root, grad, &g);
   if (st == LT_OK) {
-    if (root->autograd) {
+    if (ag_history(root)) {
       st = run_graph(root->autograd->grad_fn, root->autograd->output_nr, g, retain_graph);
     } else {
       st = accumulate_into_leaf(root, g); /* a leaf: its gradient is grad itself */

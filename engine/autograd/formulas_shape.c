@@ -46,16 +46,20 @@ static lt_status view_backward(ag_node *n, lt_tensor *const *grad_out, lt_tensor
 
 lt_status ag_record_view(const char *name, ag_view_kind kind, const lt_tensor *t, lt_tensor *r,
                          const int64_t *args, int nargs) {
-  if (r == t || !lt_dtype_is_floating(r->dtype) || !ag_any_requires_grad(&t, 1)) return LT_OK;
-  ag_node *n = ag_node_new(name, view_backward, 1);
-  if (!n) return LT_ERR_OOM;
-  n->p.op = kind;
-  n->p.ni = nargs;
-  for (int k = 0; k < nargs && k < LT_MAX_DIMS; k++) n->p.i[k] = args[k];
-  ag_node_set_input(n, 0, t);
-  lt_status st = ag_node_attach(n, r, 0);
-  ag_node_release(n);
-  return st;
+  if (r == t || !lt_dtype_is_floating(r->dtype)) return LT_OK;
+  if (ag_any_requires_grad(&t, 1)) {
+    ag_node *n = ag_node_new(name, view_backward, 1);
+    if (!n) return LT_ERR_OOM;
+    n->p.op = kind;
+    n->p.ni = nargs;
+    for (int k = 0; k < nargs && k < LT_MAX_DIMS; k++) n->p.i[k] = args[k];
+    ag_node_set_input(n, 0, t);
+    lt_status st = ag_node_attach(n, r, 0);
+    ag_node_release(n);
+    LT_TRY(st);
+  }
+  /* After the node: r is new, so attaching is no in-place write. */
+  return ag_view_track(t, r);
 }
 
 /* ---- cat and stack: each input gets its slice of the gradient ---- */

@@ -40,6 +40,11 @@ static size_t free_node(ag_node *n, ag_node **worklist) {
       *worklist = e->node;
     }
   }
+  if (n->inner && --n->inner->refcount == 0) {
+    n->inner->free_next = *worklist;
+    *worklist = n->inner;
+  }
+  free(n->geom);
   if (n->custom) {
     free(n->custom->name);
     free(n->custom->outs);
@@ -72,7 +77,7 @@ void ag_node_set_input(ag_node *n, int i, const lt_tensor *t) {
   in->dtype = t->dtype;
   in->device = t->storage->device;
   if (!t->requires_grad || !lt_dtype_is_floating(t->dtype)) return;
-  if (t->autograd) {
+  if (ag_history(t)) {
     in->edge.node = t->autograd->grad_fn;
     in->edge.output_nr = t->autograd->output_nr;
     ag_node_retain(in->edge.node);
@@ -109,28 +114,45 @@ size_t ag_node_release_saved(ag_node *n) {
     free_ud(n->custom->ud);
   }
   if (n->custom) n->custom->ud = NULL;
+  if (n->inner) { /* CopySlices runs its inner node's formula: same lifetime */
+    given_back += ag_node_release_saved(n->inner);
+    n->inner->saved_released = true;
+  }
   return given_back;
 }
 
-lt_status ag_node_attach(ag_node *n, lt_tensor *t, int output_nr) {
-  struct lt_autograd_meta *m = t->autograd;
+struct lt_autograd_meta *ag_meta_get(lt_tensor *t, const char *who) {
+  if (t->autograd) return t->autograd;
+  struct lt_autograd_meta *m = calloc(1, sizeof *m);
   if (!m) {
-    m = calloc(1, sizeof *m);
-    if (!m) return lt_error(LT_ERR_OOM, "%s: out of host memory for autograd metadata", n->name);
-    t->autograd = m;
+    lt_error(LT_ERR_OOM, "%s: out of host memory for autograd metadata", who);
+    return NULL;
   }
+  m->owner = t;
+  t->autograd = m;
+  return m;
+}
+
+lt_status ag_node_attach(ag_node *n, lt_tensor *t, int output_nr) {
+  struct lt_autograd_meta *m = ag_meta_get(t, n->name);
+  if (!m) return LT_ERR_OOM;
   ag_node_retain(n);
   ag_node *old = m->grad_fn;
   m->grad_fn = n;
   m->output_nr = output_nr;
   t->requires_grad = true;
   ag_node_release(old); /* an in-place op's node holds it as its input */
+  /* Only an in-place op attaches a built-in node to a tensor that is already
+   * a known view or base (a new result has no metadata yet): the write must
+   * reach the base's history, and the views must see it. */
+  if (!n->custom && (m->base || m->views)) return ag_after_inplace(t);
   return LT_OK;
 }
 
 size_t ag_meta_free(struct lt_autograd_meta *m) {
   if (!m) return 0;
   size_t given_back = ag_node_release(m->grad_fn);
+  given_back += ag_view_untrack(m);
   free(m);
   return given_back;
 }

@@ -78,6 +78,11 @@ struct ag_node {
   bool saved_released; /* freed by a backward without retain_graph */
   ag_custom *custom;   /* NULL for built-in nodes */
   int nout;
+  /* CopySlices (a write through a view, view_rebase.c): the in-place op's own
+   * node, run on the view's part of the base's gradient; NULL otherwise. */
+  ag_node *inner;
+  /* CopySlices and AsStridedBackward: where the view lies in its base (owned). */
+  struct ag_view_geom *geom;
 
   /* State of the backward run in progress (see backward.c). */
   bool in_run;
@@ -91,10 +96,27 @@ struct ag_node {
   ag_input inputs[];
 };
 
+/* A tensor's autograd state. A tensor may have one without a grad_fn: a view
+ * made in grad mode (it knows its base, so that an in-place write through it
+ * can be recorded on the base), or a base that such views know. */
 struct lt_autograd_meta {
   ag_node *grad_fn;
   int output_nr;
+  lt_tensor *owner; /* the tensor this meta belongs to (not a reference) */
+  /* A view: the root tensor (not itself a view) whose storage it shows, one
+   * reference (PyTorch's DifferentiableViewMeta keeps its base the same way). */
+  lt_tensor *base;
+  /* A base: its live views that know it, linked through view_next/view_prev
+   * (no references: a view unlinks itself when freed; it outlives nothing
+   * since it holds its base). */
+  struct lt_autograd_meta *views;
+  struct lt_autograd_meta *view_next, *view_prev;
 };
+
+/* t's grad_fn (NULL for a leaf, with or without autograd metadata). */
+static inline ag_node *ag_history(const lt_tensor *t) {
+  return t->autograd ? t->autograd->grad_fn : NULL;
+}
 
 /* ---- nodes ---- */
 /* A node with nin inputs (edges unset) and one output; refcount 1 held by the
@@ -126,9 +148,30 @@ size_t ag_node_release_saved(ag_node *n);
 lt_status ag_node_attach(ag_node *n, lt_tensor *t, int output_nr);
 
 /* ---- tensors ---- */
+/* t's metadata, created (empty, owner t) when missing; NULL when out of
+ * memory (the error is set, naming who). */
+struct lt_autograd_meta *ag_meta_get(lt_tensor *t, const char *who);
 /* Frees t's metadata and drops its grad_fn; returns the bytes given back. */
 size_t ag_meta_free(struct lt_autograd_meta *m);
 /* Grad mode is on and one of the n tensors (NULLs skipped) requires grad. */
 bool ag_any_requires_grad(const lt_tensor *const *ts, int n);
+
+/* ---- views and in-place writes through them (view_rebase.c) ---- */
+/* After an in-place op attached its node to t: when t is a view that knows
+ * its base, records the write on the base (CopySlices) and gives every view
+ * of the base a history over the new one; when t is a base with views, gives
+ * them a history over t's new one. */
+lt_status ag_after_inplace(lt_tensor *t);
+/* Gives every view of base a history over base's current one (AsStrided). */
+lt_status ag_regenerate_views(lt_tensor *base);
+/* After view op made r from t (grad mode on): r remembers the root base. */
+lt_status ag_view_track(const lt_tensor *t, lt_tensor *r);
+/* Before an in-place write with grad to a view that knows its base: refuses
+ * a view (or base) whose elements overlap. */
+lt_status ag_view_check_rebase(const char *op, const lt_tensor *view);
+/* Forgets t's base (t stops being a view for autograd). */
+size_t ag_view_untrack(struct lt_autograd_meta *m);
+/* Backward's check of a node's saved tensors (versions, already freed). */
+lt_status ag_check_saved(const ag_node *n);
 
 #endif

@@ -13,7 +13,10 @@
 
 /* Before an in-place write to dst (src: the other operand, or NULL):
  * refuses what autograd cannot follow, in grad mode only: a leaf that
- * requires grad, and a view when the write involves grad. When the write will
+ * requires grad, a view of one, and a write with grad into a view that does
+ * not know its base (made under no_grad) or whose elements overlap. A write
+ * into a view that knows its base is recorded on the base when the op's node
+ * is attached (view_rebase.c). When the write will
  * be recorded and keep_old is set (the formula needs dst's values from before
  * the write), *old is a copy of them for the record call (release it after);
  * else NULL. */

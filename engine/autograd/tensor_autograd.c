@@ -12,17 +12,24 @@ lt_status lt_requires_grad_(lt_tensor *t, bool requires_grad) {
                     "requires_grad_: only tensors of floating point dtype can require gradients "
                     "(got %s)",
                     lt_dtype_name(t->dtype));
-  if (t->autograd) {
+  if (ag_history(t)) {
     if (requires_grad) return LT_OK; /* a non-leaf already does */
     return lt_error(LT_ERR_AUTOGRAD,
                     "requires_grad_: you can only change requires_grad flags of leaf tensors; to "
                     "use a computed tensor without gradient, use detach()");
   }
+  /* A view made a leaf of its own no longer writes into its base's history
+   * (it is refused in-place writes as a leaf), and must not hold its base: the
+   * base's graph could hold this leaf, a reference cycle. */
+  if (requires_grad && t->autograd && t->autograd->base) ag_view_untrack(t->autograd);
+  bool was = t->requires_grad;
   t->requires_grad = requires_grad;
+  /* The views of a base that now requires grad pass their gradient to it. */
+  if (requires_grad && !was && t->autograd && t->autograd->views) return ag_regenerate_views(t);
   return LT_OK;
 }
 
-bool lt_is_leaf(const lt_tensor *t) { return t->autograd == NULL; }
+bool lt_is_leaf(const lt_tensor *t) { return ag_history(t) == NULL; }
 
 const char *lt_grad_fn_name(const lt_tensor *t) {
   return t->autograd && t->autograd->grad_fn ? t->autograd->grad_fn->name : NULL;
@@ -33,23 +40,29 @@ lt_status ag_inplace_begin(const char *op, lt_tensor *dst, const lt_tensor *src,
   *old = NULL;
   if (!lt_is_grad_enabled()) return LT_OK; /* e.g. an optimizer step under no_grad */
   bool src_grad = src && src->requires_grad && lt_dtype_is_floating(src->dtype);
-  if (dst->requires_grad) {
-    if (!dst->autograd)
-      return lt_error(LT_ERR_AUTOGRAD,
-                      "%s: a leaf tensor that requires grad is used in an in-place operation "
-                      "(use no_grad, or an out-of-place op)",
-                      op);
-    if (dst->is_view)
-      return lt_error(LT_ERR_AUTOGRAD,
-                      "%s: in-place operations are not supported on a view that requires grad "
-                      "(apply the op out of place, or to the base tensor)",
-                      op);
-  } else if (src_grad && dst->is_view && lt_dtype_is_floating(dst->dtype)) {
+  if (dst->requires_grad && !ag_history(dst))
     return lt_error(LT_ERR_AUTOGRAD,
-                    "%s: writing a tensor that requires grad into a view is not supported (the "
-                    "base tensor would not receive its gradient); build the result out of place "
-                    "(cat, stack, where)",
+                    "%s: a leaf tensor that requires grad is used in an in-place operation "
+                    "(use no_grad, or an out-of-place op)",
                     op);
+  if (dst->is_view && lt_dtype_is_floating(dst->dtype)) {
+    const lt_tensor *base = dst->autograd ? dst->autograd->base : NULL;
+    if (base && base->requires_grad && !ag_history(base))
+      return lt_error(LT_ERR_AUTOGRAD,
+                      "%s: a view of a leaf tensor that requires grad is used in an in-place "
+                      "operation (use no_grad, or an out-of-place op)",
+                      op);
+    if (dst->requires_grad || src_grad) {
+      /* A view made under no_grad (or from such a view) does not know its
+       * base, so the write could not reach the base's history. */
+      if (!base)
+        return lt_error(LT_ERR_AUTOGRAD,
+                        "%s: in-place write with grad into a view made under no_grad (its base "
+                        "would not receive the gradient); make the view with grad enabled, or "
+                        "build the result out of place (cat, stack, where)",
+                        op);
+      LT_TRY(ag_view_check_rebase(op, dst));
+    }
   }
   const lt_tensor *operands[2] = {dst, src};
   if (!keep_old || !lt_dtype_is_floating(dst->dtype) || !ag_any_requires_grad(operands, 2))
