@@ -29,8 +29,13 @@ lt_status cuda_cublas_handle(lt_device dev, cublasHandle_t *out);
  * call, so this handle holds neither). */
 lt_status cuda_cublaslt_handle(lt_device dev, cublasLtHandle_t *out);
 
-/* "cuda: <op>: <call>: <cuBLAS's reason>" as an LT_ERR_DEVICE. */
+/* "cuda: <op>: <call>: <cuBLAS's reason>" as an LT_ERR_DEVICE; the reason is
+ * why the libraries could not be opened when they could not. */
 lt_status cuda_cublas_fail(const char *op, const char *call, cublasStatus_t s);
+
+/* Why cuBLAS or cuBLASLt could not be opened or lacks a function, or NULL
+ * (cuda_blas_loader.cu: they are opened on first use, not linked). */
+const char *cuda_blas_load_error(void);
 
 /* The size of a cuBLAS workspace on dev: env LT_CUBLAS_WORKSPACE_BYTES (a
  * whole number of bytes, at most 4 GiB, rounded up to a multiple of 256; 0

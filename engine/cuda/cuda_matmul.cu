@@ -32,7 +32,9 @@ static blas_slot slots[LT_MAX_DEVICES];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
 lt_status cuda_cublas_fail(const char *op, const char *call, cublasStatus_t s) {
-  return lt_error(LT_ERR_DEVICE, "cuda: %s: %s: %s", op, call, cublasGetStatusString(s));
+  const char *load_error = cuda_blas_load_error();
+  return lt_error(LT_ERR_DEVICE, "cuda: %s: %s: %s", op, call,
+                  load_error ? load_error : cublasGetStatusString(s));
 }
 
 static lt_status check_slot(lt_device dev) {

@@ -6,6 +6,25 @@ local lt = require "lt"
 local h = dofile("tests/lua/helpers.lua")
 
 describe("CUDA without a device", function()
+  -- First in the file: no GEMM has run on a device yet.
+  it("cuBLAS is opened only when a GEMM first runs on a CUDA device", function()
+    local function mapped(name)
+      local f = assert(io.open("/proc/self/maps"))
+      local maps = f:read("a")
+      f:close()
+      return maps:find(name, 1, true) ~= nil
+    end
+    -- Loading cuBLASLt alone makes ~150 MiB resident: a CPU run must not pay it.
+    lt.ones(4, 4):matmul(lt.ones(4, 4))
+    local on_device = lt.cuda.is_available()
+    assert.is_false(mapped("libcublas"))
+    if on_device then
+      local x = lt.ones(4, 4):to("cuda")
+      assert.equal(4, x:matmul(x)[1][1]:item())
+      assert.is_true(mapped("libcublasLt"))
+    end
+  end)
+
   it("pin_memory and DataLoader{pin_memory=true} fail cleanly", function()
     if lt.cuda.is_available() then return end
     assert.is_false(lt.ones(3):is_pinned())
