@@ -10,6 +10,7 @@
 #include "check.h"
 #include "gradcheck.h"
 #include "lt/lt.h"
+#include "tensor_helpers.h"
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 #define NDIM(...) (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
@@ -50,18 +51,6 @@ static lt_tensor *tensor_of(const int64_t *shape, int ndim, const double *v) {
   lt_tensor *t = NULL;
   lt_from_buffer(v, LT_FLOAT64, shape, ndim, LT_FLOAT64, lt_cpu(), &t);
   return t;
-}
-
-/* Element i of a float64 tensor of any layout. */
-static size_t allocated_bytes(void) {
-  lt_memory_stats s;
-  lt_memory_get_stats(lt_cpu(), &s);
-  return (size_t)s.allocated_bytes[LT_POOL_ALL].current;
-}
-
-static void release_all(lt_tensor **ts, int n) {
-  for (int i = 0; i < n; i++)
-    if (ts[i]) lt_tensor_release(ts[i]);
 }
 
 /* ---- the ops under test ---- */

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "gradcheck.h"
 #include "lt/lt.h"
+#include "tensor_helpers.h"
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 #define NDIM(...) (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
@@ -30,17 +31,6 @@ static lt_tensor *random_tensor(const int64_t *shape, int ndim, bool grad) {
   for (int64_t i = 0; i < lt_numel(t); i++) p[i] = 0.5 + uniform01();
   if (grad) lt_requires_grad_(t, true);
   return t;
-}
-
-static size_t allocated_bytes(void) {
-  lt_memory_stats s;
-  lt_memory_get_stats(lt_cpu(), &s);
-  return (size_t)s.allocated_bytes[LT_POOL_ALL].current;
-}
-
-static void release_all(lt_tensor **ts, int n) {
-  for (int i = 0; i < n; i++)
-    if (ts[i]) lt_tensor_release(ts[i]);
 }
 
 /* Runs a chain of calls, stopping at the first failure. */

@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "lt/lt.h"
+#include "tensor_helpers.h"
 #include "lt/nn.h"
 
 /* ---- the fixture file ---- */
@@ -219,11 +220,6 @@ static bool ok(const fx_case *c, lt_status st) {
 
 static bool starts_with(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static void release_all(lt_tensor **ts, int n) {
-  for (int i = 0; i < n; i++)
-    if (ts[i]) lt_tensor_release(ts[i]);
 }
 
 static void run_linear(const fx_case *c, results *r) {

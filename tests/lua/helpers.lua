@@ -52,4 +52,30 @@ function helpers.near(expected, actual, tol)
   end
 end
 
+-- A fixture's {data =, shape =} (flat, row-major, as the generators write
+-- them) as a tensor of dtype (default the spec's, else float32).
+function helpers.fixture_tensor(spec, dtype)
+  return lt.tensor(spec.data, { dtype = dtype or spec.dtype or "float32" }):view(spec.shape)
+end
+
+-- actual against a fixture's {data =, shape =}: the same shape, and every
+-- element within rel * |expected| + abs. The error names what and the first
+-- element that is off (flat, 1-based).
+function helpers.fixture_close(spec, actual, what, rel, abs)
+  assert(actual ~= nil, what .. ": missing")
+  local shape = actual.shape
+  local same = #shape == #spec.shape
+  for d = 1, #shape do same = same and shape[d] == spec.shape[d] end
+  if not same then
+    error(string.format("%s: expected shape {%s}, got {%s}", what, table.concat(spec.shape, ", "),
+      table.concat(shape, ", ")), 2)
+  end
+  local got = actual:reshape(-1):totable()
+  for i, e in ipairs(spec.data) do
+    if not (math.abs(e - got[i]) <= rel * math.abs(e) + abs) then
+      error(string.format("%s[%d] (flat): expected %.17g, got %.17g", what, i, e, got[i]), 2)
+    end
+  end
+end
+
 return helpers

@@ -8,20 +8,9 @@ local h = dofile("tests/lua/helpers.lua")
 
 local cases = dofile("tests/fixtures/inplace_views/cases.lua")
 
-local function to_tensor(spec)
-  return lt.tensor(spec.data, { dtype = "float64" }):view(spec.shape)
-end
+local function to_tensor(spec) return h.fixture_tensor(spec, "float64") end
 
-local function assert_close(spec, actual, what)
-  assert(actual ~= nil, what .. ": missing")
-  assert.same(spec.shape, actual.shape, what .. ": shape")
-  local got = actual:reshape(-1):totable()
-  for i, e in ipairs(spec.data) do
-    if not (math.abs(e - got[i]) <= 1e-6) then
-      error(string.format("%s[%d] (flat): expected %.17g, got %.17g", what, i, e, got[i]), 2)
-    end
-  end
-end
+local function assert_close(spec, actual, what) h.fixture_close(spec, actual, what, 0, 1e-6) end
 
 -- The functions of the generator, 1-based.
 local fns = {

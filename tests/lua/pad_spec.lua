@@ -11,20 +11,9 @@ local FIXTURES = "tests/fixtures/pad/"
 -- float32 against PyTorch's float32: a few ulps of the largest partial sums.
 local REL, ABS = 1e-5, 1e-6
 
-local function to_tensor(spec, dtype)
-  return lt.tensor(spec.data, { dtype = dtype or "float32" }):view(spec.shape)
-end
+local to_tensor = h.fixture_tensor
 
-local function assert_close(spec, actual, what)
-  assert(actual ~= nil, what .. ": missing")
-  assert.same(spec.shape, actual.shape, what .. ": shape")
-  local got = actual:reshape(-1):totable()
-  for i, e in ipairs(spec.data) do
-    if not (math.abs(e - got[i]) <= REL * math.abs(e) + ABS) then
-      error(string.format("%s[%d] (flat): expected %.9g, got %.9g", what, i, e, got[i]), 2)
-    end
-  end
-end
+local function assert_close(spec, actual, what) h.fixture_close(spec, actual, what, REL, ABS) end
 
 -- ---- F against PyTorch ----
 
