@@ -12,6 +12,7 @@
 -- overflow. bfloat16 has float32's range and needs no scaler.
 local core = require "lt.core"
 local raise = require "lt.user_error"
+local by_device = require "lt.by_device"
 
 local is_tensor = core.is_tensor
 
@@ -123,22 +124,16 @@ function GradScaler:unscale_(optimizer)
   local inv_scale = float32(1.0 / self._scale)
   -- The parameters with a gradient, by device: a gradient has its
   -- parameter's dtype and device (t.grad refuses others).
-  local lists, order = {}, {}
+  local set = by_device.new()
   for _, group in ipairs(optimizer.param_groups) do
     for _, p in ipairs(group.params) do
       if has_grad(p) then
         if p.dtype == "float16" then raise("GradScaler:unscale_: Attempting to unscale FP16 gradients.") end
-        local device = p.device
-        local list = lists[device]
-        if list == nil then
-          list = {}
-          lists[device] = list
-          order[#order + 1] = device
-        end
-        list[#list + 1] = p
+        by_device.add(set, p)
       end
     end
   end
+  local lists, order = set.lists, set.order
   -- One flag per device, owned here and only read when step() or update()
   -- needs the answer, so unscaling waits for no device.
   local flags = {}

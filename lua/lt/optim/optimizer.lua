@@ -7,6 +7,7 @@
 local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
+local by_device = require "lt.by_device"
 
 local set_category = core.memory.set_category
 local is_tensor = core.is_tensor
@@ -133,24 +134,18 @@ end
 -- engine call takes one device) in the order the devices first appear, each
 -- with its state (created on its first step).
 local function with_grads(state, group)
-  local lists, order = nil, nil
+  local set = nil
   for _, p in ipairs(group.params) do
     -- has_grad, not p.grad: reading p.grad here would make a Lua handle that
     -- keeps the gradient alive after zero_grad.
     if has_grad(p) then
       if state[p] == nil then state[p] = { step = 0 } end
-      local device = p.device
-      if lists == nil then lists, order = {}, {} end
-      local list = lists[device]
-      if list == nil then
-        list = {}
-        lists[device] = list
-        order[#order + 1] = device
-      end
-      list[#list + 1] = p
+      set = set or by_device.new()
+      by_device.add(set, p)
     end
   end
-  return lists, order
+  if set == nil then return nil, nil end
+  return set.lists, set.order
 end
 
 local function step_groups(self)
