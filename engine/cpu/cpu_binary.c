@@ -130,6 +130,36 @@ static void compute(const binary_ctx *c, const void *a, int64_t sa, const void *
   }
 }
 
+/* Comparisons of float operands into a contiguous bool output (ReLU's
+ * backward mask y > 0, among others) write the 0/1 bytes directly: the same
+ * values the float result would give once stored as bool, without the
+ * buffer and the conversion pass. */
+static bool is_comparison(lt_binary_op op) {
+  return op == LT_OP_EQ || op == LT_OP_NE || op == LT_OP_LT || op == LT_OP_LE ||
+         op == LT_OP_GT || op == LT_OP_GE;
+}
+
+#define COMPARE_OPS(T)                                                          \
+  switch (op) {                                                                 \
+    case LT_OP_EQ: BINARY_LOOPS(T, x == y); break;                              \
+    case LT_OP_NE: BINARY_LOOPS(T, x != y); break;                              \
+    case LT_OP_LT: BINARY_LOOPS(T, x < y); break;                               \
+    case LT_OP_LE: BINARY_LOOPS(T, x <= y); break;                              \
+    case LT_OP_GT: BINARY_LOOPS(T, x > y); break;                               \
+    case LT_OP_GE: BINARY_LOOPS(T, x >= y); break;                              \
+    default: break;                                                             \
+  }
+
+static void compare_float(lt_binary_op op, const float *a, int64_t sa, const float *b, int64_t sb,
+                          unsigned char *o, int64_t n) {
+  COMPARE_OPS(float)
+}
+
+static void compare_double(lt_binary_op op, const double *a, int64_t sa, const double *b,
+                           int64_t sb, unsigned char *o, int64_t n) {
+  COMPARE_OPS(double)
+}
+
 /* Buffers of the widest kind (8 bytes), aligned for any of them. */
 typedef union kind_buf { double d[CPU_BUF]; int64_t i[CPU_BUF]; float f[CPU_BUF]; } kind_buf;
 
@@ -141,6 +171,24 @@ static void binary_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   bool all_direct = out_direct && cpu_operand_direct(c->kind, st[1], c->a_dt);
   if (c->has_b) all_direct = all_direct && cpu_operand_direct(c->kind, st[2], c->b_dt);
   const int64_t chunk = all_direct ? n : CPU_BUF;
+
+  if (c->kind != CPU_KIND_I64 && is_comparison(c->op) && c->out_dt == LT_BOOL && st[0] == 1 &&
+      cpu_operand_direct(c->kind, st[1], c->a_dt) &&
+      (!c->has_b || cpu_operand_direct(c->kind, st[2], c->b_dt))) {
+    const void *x = p[1], *y = c->has_b ? (const void *)p[2] : (const void *)&c->scalar;
+    int64_t sx = st[1] != 0, sy = c->has_b && st[2] != 0;
+    if (c->scalar_first) {
+      const void *t = x;
+      const int64_t ts = sx;
+      x = y, sx = sy, y = t, sy = ts;
+    }
+    unsigned char *o = (unsigned char *)p[0];
+    if (c->kind == CPU_KIND_F32)
+      compare_float(c->op, x, sx, y, sy, o, n);
+    else
+      compare_double(c->op, x, sx, y, sy, o, n);
+    return;
+  }
 
   for (int64_t off = 0; off < n; off += chunk) {
     const int64_t m = n - off < chunk ? n - off : chunk;

@@ -125,8 +125,59 @@ typedef struct where_ctx {
     }                                                                           \
   } while (0)
 
+/* The common case (ReLU's backward, where(y > 0, grad, 0)): out, a and b
+ * all of the float kind's own dtype, each a run or one repeated value, and
+ * a contiguous bool mask. Both values are loaded before the select, so the
+ * loop has no conditional load and the compiler turns it into vector
+ * compares and blends; one loop per pattern of steps keeps the index
+ * arithmetic out of it. */
+#define DIRECT_SELECT(T)                                                        \
+  do {                                                                          \
+    const T *xa = (const T *)(const void *)p[2];                                \
+    const T *xb = (const T *)(const void *)p[3];                                \
+    T *xo = (T *)(void *)p[0];                                                  \
+    const bool ra = st[2] != 0, rb = st[3] != 0;                                \
+    if (ra && rb) {                                                             \
+      for (int64_t i = 0; i < n; i++) {                                         \
+        const T va = xa[i], vb = xb[i];                                         \
+        xo[i] = cond[i] != 0 ? va : vb;                                         \
+      }                                                                         \
+    } else if (ra) {                                                            \
+      const T vb = xb[0];                                                       \
+      for (int64_t i = 0; i < n; i++) {                                         \
+        const T va = xa[i];                                                     \
+        xo[i] = cond[i] != 0 ? va : vb;                                         \
+      }                                                                         \
+    } else if (rb) {                                                            \
+      const T va = xa[0];                                                       \
+      for (int64_t i = 0; i < n; i++) {                                         \
+        const T vb = xb[i];                                                     \
+        xo[i] = cond[i] != 0 ? va : vb;                                         \
+      }                                                                         \
+    } else {                                                                    \
+      const T va = xa[0], vb = xb[0];                                           \
+      for (int64_t i = 0; i < n; i++) xo[i] = cond[i] != 0 ? va : vb;           \
+    }                                                                           \
+  } while (0)
+
+static bool where_direct(const where_ctx *c, const int64_t *st) {
+  if (c->kind == CPU_KIND_I64) return false;
+  const lt_dtype dt = cpu_kind_native(c->kind);
+  const int64_t es = (int64_t)cpu_kind_size(c->kind);
+  return c->out_dt == dt && c->a_dt == dt && c->b_dt == dt && st[0] == es && st[1] == 1 &&
+         (st[2] == 0 || st[2] == es) && (st[3] == 0 || st[3] == es);
+}
+
 static void where_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   const where_ctx *c = vctx;
+  if (where_direct(c, st)) {
+    const unsigned char *cond = (const unsigned char *)p[1];
+    if (c->kind == CPU_KIND_F32)
+      DIRECT_SELECT(float);
+    else
+      DIRECT_SELECT(double);
+    return;
+  }
   kind_buf abuf, bbuf, obuf;
   for (int64_t off = 0; off < n; off += CPU_BUF) {
     const int64_t m = n - off < CPU_BUF ? n - off : CPU_BUF;

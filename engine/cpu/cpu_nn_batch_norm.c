@@ -21,21 +21,62 @@ static int64_t channel_grain(const bn_job *j) {
   return NN_GRAIN / (per_channel > 0 ? per_channel : 1) + 1;
 }
 
+/* Sums over a channel are latency-bound with one accumulator: each add waits
+ * for the previous one. BN_LANES independent double accumulators, each fed
+ * a fixed subset of positions and added in a fixed order at the end, let
+ * the adds overlap (and vectorise) while the result stays a function of the
+ * data alone, not of the thread count. */
+#define BN_LANES 8
+
+typedef struct bn_lanes {
+  double v[BN_LANES];
+} bn_lanes;
+
+static inline void lanes_clear(bn_lanes *l) {
+  for (int k = 0; k < BN_LANES; k++) l->v[k] = 0.0;
+}
+
+static inline double lanes_total(const bn_lanes *l) {
+  return ((l->v[0] + l->v[1]) + (l->v[2] + l->v[3])) +
+         ((l->v[4] + l->v[5]) + (l->v[6] + l->v[7]));
+}
+
+/* acc += x[base + p] over one row of s positions: lane k takes p = k, k +
+ * BN_LANES, ..., and the tail goes to lanes 0, 1, ... in order. */
+NN_INLINE void row_sum(bn_lanes *acc, const void *x, int64_t base, int64_t s, bool f64) {
+  int64_t p = 0;
+  for (; p + BN_LANES <= s; p += BN_LANES)
+    for (int k = 0; k < BN_LANES; k++) acc->v[k] += nn_ld(x, base + p + k, f64);
+  for (int k = 0; p < s; p++, k++) acc->v[k] += nn_ld(x, base + p, f64);
+}
+
+/* acc += (x[base + p] - mean)^2 over one row. */
+NN_INLINE void row_sq(bn_lanes *acc, const void *x, int64_t base, int64_t s, double mean,
+                      bool f64) {
+  int64_t p = 0;
+  for (; p + BN_LANES <= s; p += BN_LANES)
+    for (int k = 0; k < BN_LANES; k++) {
+      const double d = nn_ld(x, base + p + k, f64) - mean;
+      acc->v[k] += d * d;
+    }
+  for (int k = 0; p < s; p++, k++) {
+    const double d = nn_ld(x, base + p, f64) - mean;
+    acc->v[k] += d * d;
+  }
+}
+
 NN_INLINE void bn_forward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64) {
   const int64_t count = j->n * j->s;
   for (int64_t c = c0; c < c1; c++) {
     double mean, invstd;
     if (j->training) {
-      double sum = 0.0;
-      for (int64_t i = 0; i < j->n; i++)
-        for (int64_t p = 0; p < j->s; p++) sum += nn_ld(j->x, (i * j->c + c) * j->s + p, f64);
-      mean = sum / (double)count;
-      double sq = 0.0;
-      for (int64_t i = 0; i < j->n; i++)
-        for (int64_t p = 0; p < j->s; p++) {
-          const double d = nn_ld(j->x, (i * j->c + c) * j->s + p, f64) - mean;
-          sq += d * d;
-        }
+      bn_lanes acc;
+      lanes_clear(&acc);
+      for (int64_t i = 0; i < j->n; i++) row_sum(&acc, j->x, (i * j->c + c) * j->s, j->s, f64);
+      mean = lanes_total(&acc) / (double)count;
+      lanes_clear(&acc);
+      for (int64_t i = 0; i < j->n; i++) row_sq(&acc, j->x, (i * j->c + c) * j->s, j->s, mean, f64);
+      const double sq = lanes_total(&acc);
       const double var = sq / (double)count;
       invstd = 1.0 / sqrt(var + j->eps);
       if (j->rm) {
@@ -94,6 +135,23 @@ lt_status cpu_nn_batch_norm(lt_tensor *out, lt_tensor *save_mean, lt_tensor *sav
   return LT_OK;
 }
 
+/* go_acc += go and gx_acc += go (x - mean) over one row, lanes as row_sum. */
+NN_INLINE void row_sums_backward(bn_lanes *go_acc, bn_lanes *gx_acc, const void *go,
+                                 const void *x, int64_t base, int64_t s, double mean, bool f64) {
+  int64_t p = 0;
+  for (; p + BN_LANES <= s; p += BN_LANES)
+    for (int k = 0; k < BN_LANES; k++) {
+      const double g = nn_ld(go, base + p + k, f64);
+      go_acc->v[k] += g;
+      gx_acc->v[k] += g * (nn_ld(x, base + p + k, f64) - mean);
+    }
+  for (int k = 0; p < s; p++, k++) {
+    const double g = nn_ld(go, base + p, f64);
+    go_acc->v[k] += g;
+    gx_acc->v[k] += g * (nn_ld(x, base + p, f64) - mean);
+  }
+}
+
 /* Training: y depends on x also through the batch statistics, so
  *   gx = w invstd (go - mean(go) - xhat mean(go xhat));
  * eval: the statistics are constants and gx = w invstd go. */
@@ -102,16 +160,12 @@ NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f6
   for (int64_t c = c0; c < c1; c++) {
     const double mean = nn_ld(j->mean, c, f64), invstd = nn_ld(j->invstd, c, f64);
     const double w = j->w ? nn_ld(j->w, c, f64) : 1.0;
-    double sum_go = 0.0, sum_go_xhat = 0.0;
-    for (int64_t i = 0; i < j->n; i++) {
-      const int64_t base = (i * j->c + c) * j->s;
-      for (int64_t p = 0; p < j->s; p++) {
-        const double g = nn_ld(j->go, base + p, f64);
-        sum_go += g;
-        sum_go_xhat += g * (nn_ld(j->x, base + p, f64) - mean);
-      }
-    }
-    sum_go_xhat *= invstd;
+    bn_lanes go_acc, gx_acc;
+    lanes_clear(&go_acc);
+    lanes_clear(&gx_acc);
+    for (int64_t i = 0; i < j->n; i++)
+      row_sums_backward(&go_acc, &gx_acc, j->go, j->x, (i * j->c + c) * j->s, j->s, mean, f64);
+    const double sum_go = lanes_total(&go_acc), sum_go_xhat = lanes_total(&gx_acc) * invstd;
     if (j->gw) nn_st(j->gw, c, f64, sum_go_xhat);
     if (j->gb) nn_st(j->gb, c, f64, sum_go);
     if (!j->gx) continue;

@@ -197,14 +197,26 @@ typedef struct bias_job {
   bool f64;
 } bias_job;
 
+/* One double accumulator makes the sum latency-bound (each add waits for
+ * the last); BIAS_LANES of them, lane k taking positions p = k, k + LANES,
+ * ... of every row (the tail to lanes 0, 1, ...) and added in a fixed order
+ * at the end, overlap and vectorise. The order depends on the shapes only,
+ * so the result is the same for any thread count. */
+#define BIAS_LANES 8
+
 NN_INLINE void bias_impl(const bias_job *j, int64_t o0, int64_t o1, bool f64) {
   for (int64_t oc = o0; oc < o1; oc++) {
-    double acc = 0.0;
+    double acc[BIAS_LANES] = {0};
     for (int64_t img = 0; img < j->n; img++) {
       const int64_t base = (img * j->o + oc) * j->l;
-      for (int64_t p = 0; p < j->l; p++) acc += nn_ld(j->go, base + p, f64);
+      int64_t p = 0;
+      for (; p + BIAS_LANES <= j->l; p += BIAS_LANES)
+        for (int k = 0; k < BIAS_LANES; k++) acc[k] += nn_ld(j->go, base + p + k, f64);
+      for (int k = 0; p < j->l; p++, k++) acc[k] += nn_ld(j->go, base + p, f64);
     }
-    nn_st(j->gb, oc, f64, acc);
+    const double sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                       ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    nn_st(j->gb, oc, f64, sum);
   }
 }
 

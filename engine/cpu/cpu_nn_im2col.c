@@ -40,8 +40,12 @@ NN_INLINE void im2col_impl(const nn_window_geom *g, const void *image, void *col
           const int64_t ih = oh * g->sh - g->ph + i * g->dh;
           const int64_t src = plane + ih * g->width - g->pw + j * g->dw;
           for (int64_t ow = 0; ow < ow0; ow++) nn_st(cols, dst + ow, f64, 0.0);
-          for (int64_t ow = ow0; ow < ow1; ow++)
-            nn_st(cols, dst + ow, f64, nn_ld(image, src + ow * g->sw, f64));
+          if (g->sw == 1) /* a unit-stride run: a plain copy the compiler vectorises */
+            for (int64_t ow = ow0; ow < ow1; ow++)
+              nn_st(cols, dst + ow, f64, nn_ld(image, src + ow, f64));
+          else
+            for (int64_t ow = ow0; ow < ow1; ow++)
+              nn_st(cols, dst + ow, f64, nn_ld(image, src + ow * g->sw, f64));
           for (int64_t ow = ow1; ow < g->out_w; ow++) nn_st(cols, dst + ow, f64, 0.0);
         }
       }
@@ -64,6 +68,11 @@ NN_INLINE void col2im_impl(const nn_window_geom *g, const void *cols, void *imag
           const int64_t ih = oh * g->sh - g->ph + i * g->dh;
           const int64_t dst = plane + ih * g->width - g->pw + j * g->dw;
           const int64_t src = row * L + oh * g->out_w;
+          if (g->sw == 1) { /* unit stride: vectorisable */
+            for (int64_t ow = ow0; ow < ow1; ow++)
+              nn_st(image, dst + ow, f64, nn_ld(image, dst + ow, f64) + nn_ld(cols, src + ow, f64));
+            continue;
+          }
           for (int64_t ow = ow0; ow < ow1; ow++) {
             const int64_t at = dst + ow * g->sw;
             nn_st(image, at, f64, nn_ld(image, at, f64) + nn_ld(cols, src + ow, f64));
