@@ -13,7 +13,8 @@
 
 static bool read_retain_graph(lua_State *L, int idx) {
   if (lua_isnoneornil(L, idx)) return false;
-  luaL_argexpected(L, lua_istable(L, idx), idx, "an options table");
+  if (!lua_istable(L, idx))
+    luaL_error(L, "backward: expected an options table, got %s", luaL_typename(L, idx));
   bool retain = false;
   lua_pushnil(L);
   while (lua_next(L, idx)) {

@@ -352,10 +352,20 @@ static int lt_arange_fn(lua_State *L) {
     if ((step > 0 && end < start) || (step < 0 && end > start))
       return luaL_error(L, "%s: end %I cannot be reached from start %I with step %I", op, end,
                         start, step);
-    lua_Integer span = step > 0 ? end - start : start - end, s = step > 0 ? step : -step;
-    count = (int64_t)((span + s - 1) / s);
+    /* Unsigned: the span of two int64 values (say math.mininteger to
+     * math.maxinteger) and the elements' offsets can pass INT64_MAX, although
+     * every element lies between start and end. */
+    const lua_Unsigned span = step > 0 ? (lua_Unsigned)end - (lua_Unsigned)start
+                                       : (lua_Unsigned)start - (lua_Unsigned)end;
+    const lua_Unsigned s = step > 0 ? (lua_Unsigned)step : 0u - (lua_Unsigned)step;
+    const lua_Unsigned n = span / s + (span % s != 0);
+    if (n > (lua_Unsigned)1e12)
+      return luaL_error(L, "%s: too many elements (%I to %I by %I)", op, start, end, step);
+    count = (int64_t)n;
     buffer = lua_newuserdatauv(L, (size_t)(count > 0 ? count : 1) * sizeof(int64_t), 0);
-    for (int64_t i = 0; i < count; i++) ((int64_t *)buffer)[i] = start + i * step;
+    for (int64_t i = 0; i < count; i++)
+      ((int64_t *)buffer)[i] =
+          (int64_t)((lua_Unsigned)start + (lua_Unsigned)i * (lua_Unsigned)step);
     src = LT_INT64;
   } else {
     double start = nnum > 1 ? lua_tonumber(L, 1) : 0.0;

@@ -45,6 +45,7 @@ static lt_status infer_shape(const char *op, const lt_tensor *t, const int64_t *
                     LT_MAX_DIMS);
   int64_t numel = lt_numel(t), known = 1;
   int infer = -1;
+  bool zero = false, too_big = false; /* a size 0; a product past INT64_MAX */
   for (int i = 0; i < ndim; i++) {
     if (shape[i] == -1) {
       if (infer >= 0) return lt_error(LT_ERR_SHAPE, "%s: only one dimension can be inferred (-1)", op);
@@ -53,11 +54,16 @@ static lt_status infer_shape(const char *op, const lt_tensor *t, const int64_t *
       return lt_error(LT_ERR_SHAPE, "%s: invalid size %lld in dimension %lld", op,
                       (long long)shape[i], LT_USER_INDEX(i));
     } else {
-      known *= shape[i];
+      zero = zero || shape[i] == 0;
+      too_big = too_big || __builtin_mul_overflow(known, shape[i], &known);
     }
     resolved[i] = shape[i];
   }
+  if (zero) known = 0;
   char buf[SHAPE_BUF];
+  if (too_big && !zero)
+    return lt_error(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", op,
+                    lt_format_shape(buf, sizeof buf, ll(shape), ndim), (long long)numel);
   if (infer >= 0) {
     if (known == 0 || numel % known != 0)
       return lt_error(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", op,
@@ -79,7 +85,9 @@ static bool view_strides(const lt_tensor *t, const int64_t *shape, int ndim, int
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
       stride[i] = s;
-      s *= shape[i] > 0 ? shape[i] : 1;
+      /* No element is ever addressed: a stride that would overflow stays. */
+      int64_t next;
+      if (!__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &next)) s = next;
     }
     return true;
   }

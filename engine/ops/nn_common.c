@@ -1,6 +1,8 @@
 /* Shared checks and operand preparation of the nn ops. */
 #include <string.h>
 
+#include <stdint.h>
+
 #include "ops/nn_internal.h"
 
 lt_tensor *nn_hold(nn_scope *s, lt_tensor *t) {
@@ -26,6 +28,14 @@ lt_status nn_check_float(const char *op, const char *role, const lt_tensor *t) {
   if (!lt_dtype_is_floating(t->dtype))
     return lt_error(LT_ERR_DTYPE, "%s: expected a floating point %s, got %s", op, role,
                     lt_dtype_name(t->dtype));
+  return LT_OK;
+}
+
+lt_status nn_check_window_limit(const char *op, const char *what, const int64_t v[2]) {
+  const int64_t limit = INT32_MAX;
+  if (v[0] > limit || v[1] > limit)
+    return lt_error(LT_ERR_ARG, "%s: %s must be at most %lld, got %lld x %lld", op, what,
+                    (long long)limit, (long long)v[0], (long long)v[1]);
   return LT_OK;
 }
 

@@ -25,7 +25,9 @@ static lt_status check_opts(const char *op, const lt_conv2d_opts *o) {
       return lt_error(LT_ERR_ARG, "%s: dilation must be positive, got %lld x %lld", op,
                       (long long)o->dilation[0], (long long)o->dilation[1]);
   }
-  return LT_OK;
+  LT_TRY(nn_check_window_limit(op, "stride", o->stride));
+  LT_TRY(nn_check_window_limit(op, "padding", o->padding));
+  return nn_check_window_limit(op, "dilation", o->dilation);
 }
 
 /* Validates x, weight, bias and options; the output shape into out_shape. */

@@ -41,6 +41,10 @@ lt_status nn_check_param(const char *op, const char *role, const lt_tensor *t,
                          const lt_tensor *x);
 /* t (or NULL) is a 1-D tensor of n elements. */
 lt_status nn_check_vector(const char *op, const char *role, const lt_tensor *t, int64_t n);
+/* A window option pair (what: "stride", "padding", ...) above 2^31 - 1 is an
+ * LT_ERR_ARG naming op, what and the values: PyTorch keeps these in an int,
+ * and larger ones would overflow the output-size arithmetic. */
+lt_status nn_check_window_limit(const char *op, const char *what, const int64_t v[2]);
 
 /* *out: t as a contiguous tensor of dtype dt (t itself when it already is),
  * held by s. NULL stays NULL. */

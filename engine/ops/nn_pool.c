@@ -29,6 +29,9 @@ static lt_status resolve_opts(const char *op, const lt_pool2d_opts *in, bool is_
     if (o->stride[d] == 0) o->stride[d] = o->kernel[d];
     if (o->dilation[d] == 0 || !is_max) o->dilation[d] = 1;
   }
+  LT_TRY(nn_check_window_limit(op, "kernel size", o->kernel));
+  LT_TRY(nn_check_window_limit(op, "stride", o->stride));
+  LT_TRY(nn_check_window_limit(op, "dilation", o->dilation));
   if (o->kernel[0] < 1 || o->kernel[1] < 1)
     return lt_error(LT_ERR_ARG, "%s: kernel size must be positive, got %lld x %lld", op,
                     (long long)o->kernel[0], (long long)o->kernel[1]);

@@ -37,6 +37,31 @@ describe("errors", function()
     h.fails_cleanly(function() return t:unsqueeze(0) end, "unsqueeze: dimension 0 out of range")
   end)
 
+  -- Found by a random-argument fuzz under ASan + UBSan: each was a signed
+  -- overflow or a Lua runtime error instead of the op's own message.
+  it("extreme integers are errors, not overflows", function()
+    local big, small = math.maxinteger, math.mininteger
+    h.fails_cleanly(function() return lt.arange(small, big) end, "arange: too many elements")
+    local t = lt.arange(small, big, 1 << 62)
+    assert.same({small, -(1 << 62), 0, 1 << 62}, t:totable())
+    h.fails_cleanly(function() return lt.ones(6):view(big, 3) end, "view: shape [9223372036854775807, 3] is invalid")
+    h.fails_cleanly(function() return lt.ones(6):view(1 << 53, 1 << 53, -1) end, "view: shape")
+    assert.same({0, big, 3}, lt.ones(0):view(0, big, 3).shape)
+    h.fails_cleanly(function() return lt.nn.functional.max_pool2d(lt.ones(1, 1, 4, 4), big) end,
+      "max_pool2d: kernel size must be at most 2147483647")
+    h.fails_cleanly(function() return lt.nn.functional.conv2d(lt.ones(1, 1, 4, 4), lt.ones(1, 1, 1, 1), nil, {stride = big}) end,
+      "conv2d: stride must be at most 2147483647")
+    h.fails_cleanly(function() return lt.nn.Conv2d(1e300, 2, 3) end, "Conv2d: expected an integer for in_channels, got 1e+300")
+    h.fails_cleanly(function() return lt.nn.MaxPool2d(math.huge) end, "MaxPool2d: expected an integer for kernel_size, got inf")
+    assert.equal(3, lt.nn.Linear(3.0, 2).in_features)
+  end)
+
+  it("modules and backward name themselves for arguments of the wrong type", function()
+    h.fails_cleanly(function() return lt.nn.BatchNorm2d(3)(5) end, "BatchNorm2d: expected a tensor, got number")
+    local y = (lt.ones(2, {requires_grad = true}) * 2):sum()
+    h.fails_cleanly(function() return y:backward(nil, "yes") end, "backward: expected an options table, got string")
+  end)
+
   it("errors carry the script position, like any Lua error", function()
     local err = h.fails(function() return lt.ones(2):view(3) end)
     assert.is_truthy(err:find("errors_spec.lua:%d+: view:"))

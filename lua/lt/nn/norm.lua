@@ -55,6 +55,7 @@ local function define_batch_norm(name, accepted_dims)
   end
 
   function cls:forward(x)
+    if not core.is_tensor(x) then raise(string.format("%s: expected a tensor, got %s", name, type(x))) end
     if not accepted_dims[x:dim()] then
       raise(string.format("%s: expected %s input (got %dD input)", name, accepted_dims.text, x:dim()))
     end

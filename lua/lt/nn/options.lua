@@ -24,11 +24,13 @@ end
 
 -- An integer argument at least `min`.
 function options.integer(name, what, v, min)
-  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then
+  -- A float with an integral value counts (3.0), but not one beyond int64 (1e300, inf).
+  local n = type(v) == "number" and math.tointeger(v) or nil
+  if n == nil then
     raise(string.format("%s: expected an integer for %s, got %s", name, what,
       type(v) == "number" and tostring(v) or type(v)))
   end
-  v = math.tointeger(v)
+  v = n
   if min and v < min then
     raise(string.format("%s: %s must be at least %d, got %d", name, what, min, v))
   end
