@@ -1,0 +1,119 @@
+-- Random arguments (fixed seeds) to every tensor method, every lt.* and F.*
+-- function and every nn module: each call returns or raises lt's own error,
+-- never a Lua runtime error from inside lt ("attempt to ..."), never a crash
+-- (CI runs this under ASan + UBSan too), and the session leaks nothing.
+local lt = require "lt"
+
+local function make_pool()
+  return {
+    function() return lt.ones(2, 3) end, function() return lt.randn(2, 3, 4) end,
+    function() return lt.randn(4, 3, 5, 5) end, function() return lt.zeros(3) end,
+    function() return lt.tensor({1, 2, 3}, {dtype = "int64"}) end,
+    function() return lt.tensor({0, 1}, {dtype = "int64"}) end,
+    function() return lt.tensor({true, false}) end, function() return lt.ones(2, 3):half() end,
+    function() return lt.ones(2, 3):bfloat16() end, function() return lt.ones(4, 4):t() end,
+    function() return lt.ones(0, 3) end, function() return lt.tensor(3.5) end,
+    function() return lt.ones(2, 3, {requires_grad = true}) end,
+    function() return lt.ones(2, 3, {dtype = "float64"}) end,
+    function() return lt.ones(6):narrow(1, 2, 3) end, function() return lt.ones(3, 1):expand(3, 4) end,
+  }
+end
+
+local SCALARS = {0, 1, -1, 2, 3, 1.5, -7, 1e300, -1e300, 0 / 0, math.huge, -math.huge,
+  math.maxinteger, math.mininteger, "x", "float32", "mean", "same", "cpu", "cuda", true, false,
+  {}, {1, 2}, {-1}, {2, 3}, {0}, {padding = 1}, {stride = 0}, {dim = 5}, {reduction = "bogus"},
+  {inplace = true}, {dtype = "int64"}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, function() end}
+
+local function random_arg(pool)
+  local r = math.random()
+  if r < 0.4 then return pool[math.random(#pool)]() end
+  if r < 0.95 then return SCALARS[math.random(#SCALARS)] end
+  return nil
+end
+
+-- Calls fn with 0 to 4 random arguments; returns the error, if any.
+local function call_randomly(fn, pool, self)
+  local n = math.random(0, 4)
+  local args = {}
+  for i = 1, n do args[i] = random_arg(pool) end
+  local ok, err
+  if self ~= nil then
+    ok, err = pcall(fn, self, table.unpack(args, 1, n))
+  else
+    ok, err = pcall(fn, table.unpack(args, 1, n))
+  end
+  if not ok then return tostring(err) end
+end
+
+local function assert_lt_error(what, err)
+  if err and err:find("attempt to ", 1, true) then
+    error(string.format("%s raised a Lua runtime error instead of its own: %s", what, err), 2)
+  end
+end
+
+-- Writes files or changes global state the other calls would see.
+local SKIP = {save = true, load = true, read_idx = true, set_rng_state = true, manual_seed = true,
+  set_num_threads = true, set_grad_enabled = true, checkpoint = true, no_grad = true,
+  enable_grad = true, autocast = true, _autograd_function = true}
+
+describe("random arguments", function()
+  it("to every tensor method", function()
+    local pool = make_pool()
+    local names = {}
+    local index = getmetatable(lt.ones(1)).__index
+    for i = 1, 2 do
+      local _, methods = debug.getupvalue(index, i)
+      for k, v in pairs(methods) do
+        if type(k) == "string" and type(v) == "function" then names[#names + 1] = k end
+      end
+    end
+    table.sort(names)
+    assert.is_true(#names > 100)
+    lt.gc()
+    local before = lt.memory.allocated()
+    for seed = 1, 3 do
+      math.randomseed(seed)
+      for _ = 1, 1500 do
+        local name = names[math.random(#names)]
+        local self = pool[math.random(#pool)]()
+        assert_lt_error("t:" .. name, call_randomly(self[name], pool, self))
+      end
+    end
+    lt.gc()
+    assert.equal(before, lt.memory.allocated())
+  end)
+
+  it("to lt.*, F.* and the nn modules", function()
+    local pool = make_pool()
+    local fns = {}
+    for k, v in pairs(lt) do
+      if type(v) == "function" and not SKIP[k] then fns[#fns + 1] = {"lt." .. k, v} end
+    end
+    for k, v in pairs(lt.nn.functional) do
+      if type(v) == "function" then fns[#fns + 1] = {"F." .. k, v} end
+    end
+    for k, v in pairs(lt.nn) do
+      if type(k) == "string" and k:match("^%u") and k ~= "Module" and k ~= "Parameter" then
+        fns[#fns + 1] = {"nn." .. k, function(...)
+          local m = v(...)
+          return m(random_arg(pool), random_arg(pool))
+        end}
+      end
+    end
+    table.sort(fns, function(a, b) return a[1] < b[1] end)
+    lt.gc()
+    local before = lt.memory.allocated()
+    for seed = 1, 3 do
+      math.randomseed(seed)
+      for _ = 1, 1500 do
+        local f = fns[math.random(#fns)]
+        assert_lt_error(f[1], call_randomly(f[2], pool))
+      end
+    end
+    assert.is_true(lt.is_grad_enabled())
+    lt.gc()
+    assert.equal(before, lt.memory.allocated())
+    local t = lt.ones(2, 2) + 1
+    assert.equal(8, t:sum():item())
+  end)
+end)
