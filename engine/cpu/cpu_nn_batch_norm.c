@@ -65,6 +65,17 @@ NN_INLINE void row_sq(bn_lanes *acc, const void *x, int64_t base, int64_t s, dou
   }
 }
 
+/* The elementwise passes of float32 run in float, as PyTorch's CPU kernel
+ * does: the per-channel constants are worked out in double and rounded to
+ * float once, then each row is a plain float loop over restrict pointers
+ * that the compiler vectorises four lanes wide, with no conversions to and
+ * from double per element. float64 keeps the double loops (gradient checks
+ * compare it against finite differences). out is a fresh tensor, never x. */
+static void affine_row_f32(const float *restrict x, float *restrict y, int64_t s, float scale,
+                           float shift) {
+  for (int64_t p = 0; p < s; p++) y[p] = x[p] * scale + shift;
+}
+
 NN_INLINE void bn_forward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64) {
   const int64_t count = j->n * j->s;
   for (int64_t c = c0; c < c1; c++) {
@@ -98,8 +109,12 @@ NN_INLINE void bn_forward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64
     const double scale = w * invstd, shift = b - mean * scale;
     for (int64_t i = 0; i < j->n; i++) {
       const int64_t base = (i * j->c + c) * j->s;
-      for (int64_t p = 0; p < j->s; p++)
-        nn_st(j->out, base + p, f64, nn_ld(j->x, base + p, f64) * scale + shift);
+      if (f64)
+        for (int64_t p = 0; p < j->s; p++)
+          nn_st(j->out, base + p, f64, nn_ld(j->x, base + p, f64) * scale + shift);
+      else
+        affine_row_f32((const float *)j->x + base, (float *)j->out + base, j->s, (float)scale,
+                       (float)shift);
     }
   }
 }
@@ -152,6 +167,14 @@ NN_INLINE void row_sums_backward(bn_lanes *go_acc, bn_lanes *gx_acc, const void 
   }
 }
 
+/* gx = k (go - mean_go - (x - mean) xproj) over one float32 row, the
+ * float counterpart of bn_backward_impl's double loop (see affine_row_f32).
+ * gx is a fresh tensor, never x or go. */
+static void grad_row_f32(const float *restrict x, const float *restrict go, float *restrict gx,
+                         int64_t s, float mean, float xproj, float mean_go, float k) {
+  for (int64_t p = 0; p < s; p++) gx[p] = k * (go[p] - mean_go - (x[p] - mean) * xproj);
+}
+
 /* Training: y depends on x also through the batch statistics, so
  *   gx = w invstd (go - mean(go) - xhat mean(go xhat));
  * eval: the statistics are constants and gx = w invstd go. */
@@ -174,9 +197,17 @@ NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f6
     const double proj = j->training ? sum_go_xhat / count : 0.0;
     for (int64_t i = 0; i < j->n; i++) {
       const int64_t base = (i * j->c + c) * j->s;
-      for (int64_t p = 0; p < j->s; p++) {
-        const double xhat = (nn_ld(j->x, base + p, f64) - mean) * invstd;
-        nn_st(j->gx, base + p, f64, k * (nn_ld(j->go, base + p, f64) - mean_go - xhat * proj));
+      if (f64) {
+        for (int64_t p = 0; p < j->s; p++) {
+          const double xhat = (nn_ld(j->x, base + p, f64) - mean) * invstd;
+          nn_st(j->gx, base + p, f64, k * (nn_ld(j->go, base + p, f64) - mean_go - xhat * proj));
+        }
+      } else {
+        /* (x - mean) invstd proj as (x - mean) (invstd proj): one float
+         * multiply less per element. */
+        grad_row_f32((const float *)j->x + base, (const float *)j->go + base,
+                     (float *)j->gx + base, j->s, (float)mean, (float)(invstd * proj),
+                     (float)mean_go, (float)k);
       }
     }
   }
