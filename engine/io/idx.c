@@ -60,7 +60,7 @@ static lt_status read_header(gzFile f, const char *path, uint64_t file_size, int
                     "0x00000801 to 0x0000080%d)",
                     path, (unsigned)big_endian32(magic), LT_MAX_DIMS);
   unsigned char sizes[4 * LT_MAX_DIMS];
-  LT_TRY(read_fully(f, path, sizes, 4 * (uint64_t)n, "the dimension sizes"));
+  LT_TRY(read_fully(f, path, sizes, 4 * (uint64_t)n, "the list of dimension sizes"));
 
   /* What the file can hold: exactly its remaining bytes when plain, at most
    * the deflate ratio times its size when compressed. */

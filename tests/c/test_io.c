@@ -433,7 +433,7 @@ static void test_idx(void) {
   write_bytes(cut, b, n - 1);
   expect_idx_error(cut, "need more data than the file's", __LINE__);
   write_bytes(cut, b, 6);
-  expect_idx_error(cut, "truncated: the dimension sizes needs 12 bytes, only 2 present", __LINE__);
+  expect_idx_error(cut, "truncated: the list of dimension sizes needs 12 bytes, only 2 present", __LINE__);
   b[2] = 0x0d; /* float data */
   write_bytes(cut, b, n);
   expect_idx_error(cut, "not an IDX file of unsigned bytes: magic 0x00000d03", __LINE__);

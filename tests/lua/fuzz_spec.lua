@@ -115,4 +115,42 @@ describe("random arguments", function()
     local t = lt.ones(2, 2) + 1
     assert.equal(8, t:sum():item())
   end)
+
+  it("to lt.load: corrupted safetensors files", function()
+    local path, bad = os.tmpname(), os.tmpname()
+    lt.save(path, {w = lt.randn(3, 4), b = lt.arange(5), h = lt.ones(2, 2):half(), e = lt.ones(0, 3)})
+    local f = assert(io.open(path, "rb"))
+    local base = f:read("a")
+    f:close()
+    local header_end = 8 + string.unpack("<I8", base)
+    local loaded, refused = 0, 0
+    without_leaks(function()
+      local bytes = {base:byte(1, -1)}
+      local kind = math.random(3)
+      if kind == 1 then -- a few random bytes anywhere
+        for _ = 1, math.random(8) do bytes[math.random(#bytes)] = math.random(0, 255) end
+      elseif kind == 2 then -- cut short
+        for i = #bytes, math.random(#bytes), -1 do bytes[i] = nil end
+      else -- JSON-ish bytes inside the header
+        for _ = 1, math.random(4) do
+          local k = math.random(12)
+          bytes[math.random(9, header_end)] = ("0123456789,:"):byte(k)
+        end
+      end
+      local out = assert(io.open(bad, "wb"))
+      for i = 1, #bytes, 4096 do out:write(string.char(table.unpack(bytes, i, math.min(i + 4095, #bytes)))) end
+      out:close()
+      local ok, r = pcall(lt.load, bad)
+      if ok then
+        loaded = loaded + 1
+        for _, t in pairs(r) do assert.is_string(tostring(t)) end
+      else
+        refused = refused + 1
+        assert(tostring(r):find("safetensors: " .. bad, 1, true), "the error names the file: " .. tostring(r))
+      end
+    end)
+    os.remove(path)
+    os.remove(bad)
+    assert.is_true(refused > 0)
+  end)
 end)
