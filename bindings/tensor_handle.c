@@ -354,7 +354,8 @@ void ltb_open_tensor_handle(lua_State *L, int methods_idx) {
     const char *event;
     lt_binary_op op;
   } arith[] = {{"__add", LT_OP_ADD}, {"__sub", LT_OP_SUB}, {"__mul", LT_OP_MUL},
-               {"__div", LT_OP_DIV}, {"__pow", LT_OP_POW}};
+               {"__div", LT_OP_DIV}, {"__pow", LT_OP_POW}, {"__mod", LT_OP_REMAINDER},
+               {"__idiv", LT_OP_FLOOR_DIVIDE}};
   for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++) {
     ltb_push_binary_function(L, arith[i].op);
     lua_setfield(L, -2, arith[i].event);

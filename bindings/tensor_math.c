@@ -10,10 +10,11 @@
 #include "tensor_handle.h"
 
 static const char *const binary_names[LT_NBINARY] = {
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"};
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+    "remainder", "floor_divide"};
 static const char *const binary_inplace_names[LT_NBINARY] = {
     "add_", "sub_", "mul_", "div_", "pow_", "maximum_", "minimum_",
-    "eq_",  "ne_",  "lt_",  "le_",  "gt_",  "ge_"};
+    "eq_",  "ne_",  "lt_",  "le_",  "gt_",  "ge_", "remainder_", "floor_divide_"};
 static const char *const unary_names[LT_NUNARY] = {
     "neg", "exp", "log", "sqrt", "rsqrt", "abs", "relu", "sigmoid", "tanh",
     "sin", "cos", "reciprocal", "square", "sign", "floor", "ceil", "round", "logical_not"};
@@ -354,5 +355,9 @@ void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx) {
   lua_setfield(L, -2, "maximum");
   ltb_push_binary_function(L, LT_OP_MINIMUM);
   lua_setfield(L, -2, "minimum");
+  ltb_push_binary_function(L, LT_OP_REMAINDER);
+  lua_setfield(L, -2, "remainder");
+  ltb_push_binary_function(L, LT_OP_FLOOR_DIVIDE);
+  lua_setfield(L, -2, "floor_divide");
   lua_pop(L, 1);
 }

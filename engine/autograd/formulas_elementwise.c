@@ -21,6 +21,8 @@ static const char *binary_node_name(lt_binary_op op) {
     case LT_OP_POW: return "PowBackward";
     case LT_OP_MAXIMUM: return "MaximumBackward";
     case LT_OP_MINIMUM: return "MinimumBackward";
+    case LT_OP_REMAINDER: return "RemainderBackward";
+    case LT_OP_FLOOR_DIVIDE: return "FloorDivideBackward";
     default: return "ComparisonBackward";
   }
 }
@@ -42,6 +44,10 @@ static lt_status binary_backward(ag_node *n, lt_tensor *const *grad_out, lt_tens
   const bool scalar = n->p.flag[0], scalar_first = n->p.flag[1];
   const double s = n->p.s[0];
   const bool need_a = ag_needs(n, 0), need_b = !scalar && ag_needs(n, 1);
+  if (n->p.op == LT_OP_FLOOR_DIVIDE) /* piecewise constant: PyTorch refuses too */
+    return lt_error(LT_ERR_AUTOGRAD,
+                    "backward: the derivative of floor_divide is not implemented (as in "
+                    "PyTorch); detach() its inputs, or use div and floor");
   ag_calc c;
   ag_calc_init(&c);
   lt_tensor *ga = NULL, *gb = NULL;
@@ -114,6 +120,15 @@ static lt_status binary_backward(ag_node *n, lt_tensor *const *grad_out, lt_tens
       if (need_b) gb = extremum_side(&c, g, is_max ? above : below, ties);
       break;
     }
+    case LT_OP_REMAINDER: /* a - floor(a / b) b: 1 for a, -floor(a / b) for b */
+      if (scalar && scalar_first) { /* s % a, which PyTorch does not differentiate */
+        ga = ag_bin(&c, LT_OP_MUL, g, ag_un(&c, LT_OP_NEG, ag_s_bin(&c, LT_OP_FLOOR_DIVIDE, s, a)));
+      } else {
+        ga = need_a ? (lt_tensor *)g : NULL;
+        if (need_b)
+          gb = ag_bin(&c, LT_OP_MUL, g, ag_un(&c, LT_OP_NEG, ag_bin(&c, LT_OP_FLOOR_DIVIDE, a, b)));
+      }
+      break;
     default:
       break; /* comparisons give bool results: never recorded */
   }
@@ -130,6 +145,7 @@ static void binary_saves(lt_binary_op op, bool need_a, bool need_b, bool scalar,
     case LT_OP_MUL: *keep_a = need_b, *keep_b = need_a; break;
     case LT_OP_DIV: *keep_a = need_b || (scalar && scalar_first), *keep_b = need_a || need_b; break;
     case LT_OP_POW: case LT_OP_MAXIMUM: case LT_OP_MINIMUM: *keep_a = true, *keep_b = !scalar; break;
+    case LT_OP_REMAINDER: *keep_a = need_b || (scalar && scalar_first), *keep_b = need_b; break;
     default: break;
   }
   *keep_b = *keep_b && !scalar;

@@ -31,10 +31,35 @@
     }                                                                           \
   } while (0)
 
+/* Python's % and // for floats, as PyTorch computes them: the remainder
+ * from fmod, moved into the divisor's sign; the quotient (x - fmod) / y,
+ * one less when that remainder was moved, rounded to the nearest integer
+ * (it is one up to rounding), and a signed zero when it is 0. */
+#define FLOAT_DIVISION(T, SUFFIX, FMOD, FLOOR, COPYSIGN)                        \
+  static inline T remainder_##SUFFIX(T x, T y) {                               \
+    T m = FMOD(x, y);                                                           \
+    if (m != 0 && ((y < 0) != (m < 0))) m += y;                                 \
+    return m;                                                                   \
+  }                                                                             \
+  static inline T floor_divide_##SUFFIX(T x, T y) {                            \
+    if (y == 0) return x / y;                                                   \
+    const T m = FMOD(x, y);                                                     \
+    T d = (x - m) / y;                                                          \
+    if (m != 0 && ((y < 0) != (m < 0))) d -= 1;                                 \
+    if (d == 0) return COPYSIGN((T)0, x / y);                                   \
+    T f = FLOOR(d);                                                             \
+    if (d - f > (T)0.5) f += 1;                                                 \
+    return f;                                                                   \
+  }
+FLOAT_DIVISION(float, float, fmodf, floorf, copysignf)
+FLOAT_DIVISION(double, double, fmod, floor, copysign)
+
 /* Floating ops, for float and double. maximum/minimum propagate NaN as
  * PyTorch; comparisons give 1/0 in the compute type (stored as bool). */
 #define FLOAT_OPS(T, POW)                                                       \
   switch (op) {                                                                 \
+    case LT_OP_REMAINDER: BINARY_LOOPS(T, remainder_##T(x, y)); break;          \
+    case LT_OP_FLOOR_DIVIDE: BINARY_LOOPS(T, floor_divide_##T(x, y)); break;    \
     case LT_OP_ADD: BINARY_LOOPS(T, x + y); break;                              \
     case LT_OP_SUB: BINARY_LOOPS(T, x - y); break;                              \
     case LT_OP_MUL: BINARY_LOOPS(T, x * y); break;                              \
@@ -75,6 +100,21 @@ static inline int64_t safe_div(int64_t x, int64_t y) {
   return x / y;
 }
 
+/* Python's % and // for integers. Never traps: a divisor of 0 gives 0 (ops/
+ * refuses one on the CPU first), and INT64_MIN // -1 wraps. */
+static inline int64_t int_remainder(int64_t x, int64_t y) {
+  if (y == 0 || y == -1) return 0;
+  const int64_t r = x % y;
+  return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+}
+
+static inline int64_t int_floor_divide(int64_t x, int64_t y) {
+  if (y == 0) return 0;
+  if (y == -1) return wrap_sub(0, x);
+  const int64_t q = x / y;
+  return x % y != 0 && ((x < 0) != (y < 0)) ? q - 1 : q;
+}
+
 /* PyTorch's integer pow: negative exponents give 1 for base 1, +-1 for base
  * -1 and 0 otherwise (ops/ rejects a negative scalar exponent first). */
 static int64_t int_pow(int64_t base, int64_t exp) {
@@ -108,6 +148,8 @@ static void compute_int64(lt_binary_op op, const int64_t *a, int64_t sa, const i
     case LT_OP_LE: BINARY_LOOPS(int64_t, x <= y); break;
     case LT_OP_GT: BINARY_LOOPS(int64_t, x > y); break;
     case LT_OP_GE: BINARY_LOOPS(int64_t, x >= y); break;
+    case LT_OP_REMAINDER: BINARY_LOOPS(int64_t, int_remainder(x, y)); break;
+    case LT_OP_FLOOR_DIVIDE: BINARY_LOOPS(int64_t, int_floor_divide(x, y)); break;
     default: break;
   }
 }

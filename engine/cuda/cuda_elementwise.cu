@@ -17,6 +17,24 @@
 
 // ---- the per-element math, matching engine/cpu/cpu_binary.c ----
 
+// Python's % and // for floats, as PyTorch computes them (see cpu_binary.c).
+template <typename C> __device__ inline C float_remainder(C x, C y) {
+  C m = fmod(x, y);
+  if (m != 0 && ((y < 0) != (m < 0))) m += y;
+  return m;
+}
+
+template <typename C> __device__ inline C float_floor_divide(C x, C y) {
+  if (y == 0) return x / y;
+  const C m = fmod(x, y);
+  C d = (x - m) / y;
+  if (m != 0 && ((y < 0) != (m < 0))) d -= 1;
+  if (d == 0) return copysign((C)0, x / y);
+  C f = floor(d);
+  if (d - f > (C)0.5) f += 1;
+  return f;
+}
+
 template <typename C> __device__ inline C binary_float(int op, C x, C y) {
   switch (op) {
     case LT_OP_ADD: return x + y;
@@ -32,6 +50,8 @@ template <typename C> __device__ inline C binary_float(int op, C x, C y) {
     case LT_OP_LE: return (C)(x <= y);
     case LT_OP_GT: return (C)(x > y);
     case LT_OP_GE: return (C)(x >= y);
+    case LT_OP_REMAINDER: return float_remainder(x, y);
+    case LT_OP_FLOOR_DIVIDE: return float_floor_divide(x, y);
     default: return 0;
   }
 }
@@ -75,6 +95,17 @@ __device__ inline int64_t binary_int(int op, int64_t x, int64_t y) {
     case LT_OP_LE: return x <= y;
     case LT_OP_GT: return x > y;
     case LT_OP_GE: return x >= y;
+    case LT_OP_REMAINDER: { // a divisor of 0 gives 0 (not checked on the GPU), -1 never traps
+      if (y == 0 || y == -1) return 0;
+      const int64_t r = x % y;
+      return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    }
+    case LT_OP_FLOOR_DIVIDE: {
+      if (y == 0) return 0;
+      if (y == -1) return (int64_t)(0 - (uint64_t)x);
+      const int64_t q = x / y;
+      return x % y != 0 && ((x < 0) != (y < 0)) ? q - 1 : q;
+    }
     default: return 0;
   }
 }

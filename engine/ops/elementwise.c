@@ -10,7 +10,8 @@ static const char *const binary_names[LT_NBINARY] = {
     [LT_OP_DIV] = "div",         [LT_OP_POW] = "pow",         [LT_OP_MAXIMUM] = "maximum",
     [LT_OP_MINIMUM] = "minimum", [LT_OP_EQ] = "eq",           [LT_OP_NE] = "ne",
     [LT_OP_LT] = "lt",           [LT_OP_LE] = "le",           [LT_OP_GT] = "gt",
-    [LT_OP_GE] = "ge",
+    [LT_OP_GE] = "ge",           [LT_OP_REMAINDER] = "remainder",
+    [LT_OP_FLOOR_DIVIDE] = "floor_divide",
 };
 
 static const char *const unary_names[LT_NUNARY] = {
@@ -28,7 +29,8 @@ static const char *const binary_inplace_names[LT_NBINARY] = {
     [LT_OP_DIV] = "div_",         [LT_OP_POW] = "pow_",         [LT_OP_MAXIMUM] = "maximum_",
     [LT_OP_MINIMUM] = "minimum_", [LT_OP_EQ] = "eq_",           [LT_OP_NE] = "ne_",
     [LT_OP_LT] = "lt_",           [LT_OP_LE] = "le_",           [LT_OP_GT] = "gt_",
-    [LT_OP_GE] = "ge_",
+    [LT_OP_GE] = "ge_",           [LT_OP_REMAINDER] = "remainder_",
+    [LT_OP_FLOOR_DIVIDE] = "floor_divide_",
 };
 
 static const char *const unary_inplace_names[LT_NUNARY] = {
@@ -69,12 +71,44 @@ static lt_status binary_types(const char *name, lt_binary_op op, lt_dtype common
                     "%s: subtraction, the `-` operator, with two bool tensors is not supported; "
                     "use logical_xor() instead",
                     name);
+  if ((op == LT_OP_REMAINDER || op == LT_OP_FLOOR_DIVIDE) && common == LT_BOOL)
+    return lt_error(LT_ERR_DTYPE, "%s: not implemented for bool tensors", name);
   *compute = common;
   *result = common;
   if (op == LT_OP_DIV && !lt_dtype_is_floating(common)) /* true division */
     *compute = *result = LT_FLOAT32;
   if (is_comparison(op)) *result = LT_BOOL;
   return LT_OK;
+}
+
+/* PyTorch raises ZeroDivisionError for an integer remainder or floor
+ * division by zero on the CPU. On a GPU neither it nor lt checks (that would
+ * wait for the device); lt's kernels give 0 there instead of trapping. */
+static bool is_int_division(lt_binary_op op, lt_dtype compute) {
+  return (op == LT_OP_REMAINDER || op == LT_OP_FLOOR_DIVIDE) && !lt_dtype_is_floating(compute);
+}
+
+static lt_status zero_divisor(const char *name) {
+  return lt_error(LT_ERR_ARG, "%s: integer division by zero (ZeroDivisionError)", name);
+}
+
+static lt_status check_scalar_divisor(const char *name, lt_binary_op op, lt_dtype compute,
+                                      double s) {
+  return is_int_division(op, compute) && s == 0.0 ? zero_divisor(name) : LT_OK;
+}
+
+static lt_status check_tensor_divisor(const char *name, lt_binary_op op, lt_dtype compute,
+                                      const lt_tensor *d) {
+  if (!is_int_division(op, compute) || d->storage->device.type != LT_DEVICE_CPU) return LT_OK;
+  lt_tensor *is_zero = NULL, *zeros = NULL;
+  int64_t count = 0;
+  lt_status st = lt_binary_scalar(LT_OP_EQ, d, 0.0, true, false, &is_zero);
+  if (st == LT_OK) st = lt_sum(is_zero, NULL, 0, false, &zeros);
+  if (st == LT_OK) st = lt_item_int64(zeros, &count);
+  if (is_zero) lt_tensor_release(is_zero);
+  if (zeros) lt_tensor_release(zeros);
+  if (st != LT_OK) return st;
+  return count > 0 ? zero_divisor(name) : LT_OK;
 }
 
 static lt_status check_tensor_pair(const char *name, const lt_tensor *a, const lt_tensor *b) {
@@ -98,6 +132,7 @@ lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_
   ops_rt_add_tensor(&rt, b);
   lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
   LT_TRY(binary_types(name, op, ops_rt_result(&rt), &compute, &result));
+  LT_TRY(check_tensor_divisor(name, op, compute, b));
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
   lt_tensor *r;
@@ -137,6 +172,8 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool i
   lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
   LT_TRY(binary_types(name, op, ops_rt_result(&rt), &compute, &result));
   LT_TRY(check_int_pow(name, op, compute, s, scalar_first));
+  LT_TRY(scalar_first ? check_tensor_divisor(name, op, compute, a)
+                      : check_scalar_divisor(name, op, compute, s));
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
   lt_tensor *r;
@@ -172,6 +209,7 @@ lt_status lt_binary_(lt_binary_op op, lt_tensor *a, const lt_tensor *b) {
   LT_TRY(binary_types(name, op, ops_rt_result(&rt), &compute, &result));
   LT_TRY(ops_check_cast(name, result, a->dtype));
   LT_TRY(ops_check_writable(name, a));
+  LT_TRY(check_tensor_divisor(name, op, compute, b));
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
   lt_tensor *old = NULL;
@@ -196,6 +234,7 @@ lt_status lt_binary_scalar_(lt_binary_op op, lt_tensor *a, double s, bool is_int
   lt_dtype compute = LT_FLOAT32, result = LT_FLOAT32;
   LT_TRY(binary_types(name, op, ops_rt_result(&rt), &compute, &result));
   LT_TRY(check_int_pow(name, op, compute, s, false));
+  LT_TRY(check_scalar_divisor(name, op, compute, s));
   LT_TRY(ops_check_cast(name, result, a->dtype));
   LT_TRY(ops_check_writable(name, a));
   const lt_backend *be;

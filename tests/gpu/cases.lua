@@ -109,7 +109,7 @@ local function add_elementwise(add, dtype, shape)
     local x = op == "sqrt" and pos or a
     add(op, function() return compare(function(t) return t[op](t) end, {x}) end)
   end
-  for _, op in ipairs {"add", "sub", "mul", "div"} do
+  for _, op in ipairs {"add", "sub", "mul", "div", "remainder", "floor_divide"} do
     add(op, function() return compare(function(x, y) return x[op](x, y) end, {a, pos}) end)
   end
   local row = lt.randn({shape[#shape]}, {dtype = dtype})

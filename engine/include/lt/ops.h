@@ -23,6 +23,11 @@ typedef enum lt_binary_op {
   LT_OP_LE,
   LT_OP_GT,
   LT_OP_GE,
+  /* Python's % and //: the remainder takes the divisor's sign and the
+   * quotient is floored. Integer tensors stay integer; an integer divisor of
+   * 0 is an error on the CPU (PyTorch's ZeroDivisionError). */
+  LT_OP_REMAINDER,
+  LT_OP_FLOOR_DIVIDE,
   LT_NBINARY
 } lt_binary_op;
 
