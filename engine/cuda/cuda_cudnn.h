@@ -25,6 +25,18 @@ extern "C" {
 size_t lt_cuda_cudnn_workspace_limit(void);
 }
 
+/* Whether s says "not supported". cuDNN 9 reports that as a family of codes
+ * (CUDNN_STATUS_NOT_SUPPORTED = 3000 and the sub-codes 3001.., e.g.
+ * CUDNN_STATUS_NOT_SUPPORTED_SHAPE), so comparing with the base code alone
+ * misses most of them; CUDNN_STATUS_CATEGORY folds a sub-code to its family. */
+static inline bool cuda_cudnn_not_supported(cudnnStatus_t s) {
+#ifdef CUDNN_STATUS_CATEGORY
+  return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
+#else
+  return s == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
 /* "cuda: <op>: <call>: <cudnnGetErrorString>", as LT_ERR_DEVICE. */
 lt_status cuda_cudnn_fail(const char *op, const char *call, cudnnStatus_t s);
 

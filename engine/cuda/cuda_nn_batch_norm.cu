@@ -281,17 +281,18 @@ static bool aligned_for_cudnn(std::initializer_list<const lt_tensor *> ts) {
 }
 
 // Per-channel scratch vectors of C elements each, in one workspace block:
-// scratch(k) is the k-th. Filled by the caller.
+// scratch(k) is the k-th. Filled by the caller. Each vector starts on a
+// 256-byte boundary (the block itself does), so that a scratch operand meets
+// the same alignment the user's operands were checked for
+// (aligned_for_cudnn) whatever C is.
 struct bn_scratch {
   cuda_workspace ws;
-  int64_t c;
-  size_t es;
+  size_t pitch; // bytes from one vector to the next
   lt_status get(lt_device dev, int count, int64_t channels, size_t esize) {
-    c = channels;
-    es = esize;
-    return count > 0 ? ws.get(dev, (size_t)count * (size_t)channels * esize) : LT_OK;
+    pitch = ((size_t)channels * esize + 255) / 256 * 256;
+    return count > 0 ? ws.get(dev, (size_t)count * pitch) : LT_OK;
   }
-  void *vec(int k) const { return (char *)ws.ptr + (size_t)k * (size_t)c * es; }
+  void *vec(int k) const { return (char *)ws.ptr + (size_t)k * pitch; }
 };
 
 // p: C per-channel elements, double when f64, float otherwise.
@@ -485,7 +486,7 @@ static lt_status cudnn_forward(const char *op, cudaStream_t stream, lt_tensor *o
                                                  lt_data(x), xd.d, lt_data(out), pd.d, scale,
                                                  bias, rm, rv, eps);
   }
-  if (st == CUDNN_STATUS_NOT_SUPPORTED) {
+  if (cuda_cudnn_not_supported(st)) {
     *unsupported = true;
     return LT_OK;
   }
@@ -539,7 +540,7 @@ static lt_status cudnn_backward(const char *op, cudaStream_t stream, lt_tensor *
       h, CUDNN_BATCHNORM_SPATIAL, one, zero, one, zero, xd.d, lt_data(x), xd.d, lt_data(go),
       xd.d, lt_data(gx), pd.d, scale, dscale, dbias, BN_BACKWARD_EPS, lt_data(mean),
       lt_data(invstd));
-  if (st == CUDNN_STATUS_NOT_SUPPORTED) {
+  if (cuda_cudnn_not_supported(st)) {
     *unsupported = true;
     return LT_OK;
   }

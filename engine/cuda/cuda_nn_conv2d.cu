@@ -383,7 +383,7 @@ static lt_status add_bias_slice(conv_setup *s, void *y, const lt_tensor *b, lt_t
   LT_TRY(bd.set4d(s->op, s->cdt, 1, s->o, 1, 1));
   const void *one = cuda_cudnn_one(s->f64);
   const cudnnStatus_t st = cudnnAddTensor(s->handle, one, bd.d, lt_data(b), one, s->yd.d, y);
-  if (st == CUDNN_STATUS_NOT_SUPPORTED) return add_bias_plain(s->op, out, b); // whole out
+  if (cuda_cudnn_not_supported(st)) return add_bias_plain(s->op, out, b); // whole out
   if (st != CUDNN_STATUS_SUCCESS) return cuda_cudnn_fail(s->op, "cudnnAddTensor", st);
   return LT_OK;
 }
@@ -470,7 +470,7 @@ lt_status cuda_nn_conv2d_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
       const cudnnStatus_t st =
           cudnnConvolutionBackwardBias(s.handle, cuda_cudnn_one(s.f64), s.yd.d, gos,
                                        cuda_cudnn_zero(s.f64), bd.d, lt_data(gb));
-      if (st == CUDNN_STATUS_NOT_SUPPORTED)
+      if (cuda_cudnn_not_supported(st))
         LT_TRY(bias_grad_plain(op, gb, go));
       else if (st != CUDNN_STATUS_SUCCESS)
         return cuda_cudnn_fail(op, "cudnnConvolutionBackwardBias", st);
