@@ -35,10 +35,16 @@ __device__ inline float cuda_half_bits_to_float(uint16_t b) {
 __device__ inline float cuda_bf16_bits_to_float(uint16_t b) {
   return __bfloat162float(__ushort_as_bfloat16(b));
 }
+/* Finite values and infinities: the hardware's round-to-nearest-even, the
+ * same results as lt_float_to_half / lt_float_to_bfloat16. NaN: the CPU's
+ * patterns (half: 0x7E00 with the sign kept; bfloat16: 0x7FC0), where cvt
+ * would give the canonical 0x7FFF, so that both devices store the same bits. */
 __device__ inline uint16_t cuda_float_to_half_bits(float f) {
+  if (f != f) return (uint16_t)(((__float_as_uint(f) >> 16) & 0x8000u) | 0x7E00u);
   return __half_as_ushort(__float2half_rn(f));
 }
 __device__ inline uint16_t cuda_float_to_bf16_bits(float f) {
+  if (f != f) return (uint16_t)0x7FC0u;
   return __bfloat16_as_ushort(__float2bfloat16_rn(f));
 }
 

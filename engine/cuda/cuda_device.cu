@@ -40,7 +40,10 @@ extern "C" bool lt_cuda_is_available(void) { return lt_cuda_device_count() > 0; 
 
 extern "C" int lt_cuda_current_device(void) {
   int d = 0;
-  if (lt_cuda_is_available() && cudaGetDevice(&d) != cudaSuccess) d = 0;
+  if (lt_cuda_is_available() && cudaGetDevice(&d) != cudaSuccess) {
+    (void)cudaGetLastError(); // not left for the next op's launch check to report
+    d = 0;
+  }
   return d;
 }
 
@@ -50,8 +53,10 @@ extern "C" lt_status lt_cuda_set_device(int index) {
     return lt_error(LT_ERR_DEVICE, "cuda.set_device: device %d out of range (%d device%s)", index, n,
                     n == 1 ? "" : "s");
   cudaError_t e = cudaSetDevice(index);
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); // reported here, not again by the next launch check
     return lt_error(LT_ERR_DEVICE, "cuda.set_device: cudaSetDevice(%d): %s", index, cudaGetErrorString(e));
+  }
   return LT_OK;
 }
 

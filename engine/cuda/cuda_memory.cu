@@ -39,6 +39,13 @@ static void *cuda_raw_alloc(void *ctx, int index, size_t nbytes) {
   // index, whichever device the caller made current.
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
+  // cudaMalloc allocates on the current device: if index could not be made
+  // current, the segment would land on another device under cuda:index's name.
+  if (guard.error != cudaSuccess) {
+    (void)cudaGetLastError();
+    remember(guard.error_call, index, nbytes, guard.error);
+    return NULL;
+  }
   cudaError_t e = cudaMalloc(&ptr, nbytes);
   if (e != cudaSuccess) {
     (void)cudaGetLastError(); // an out-of-memory must not poison the next call
@@ -64,6 +71,8 @@ static bool cuda_mem_info(void *ctx, int index, size_t *free_bytes, size_t *tota
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
+  // Another device's numbers are no answer for this one.
+  if (call_failed(guard.error_call, index, guard.error)) return false;
   cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();

@@ -36,12 +36,26 @@ lt_status cuda_nn_embedding(lt_tensor *out, const lt_tensor *weight, const lt_te
   const int64_t total = m * d;
   if (total == 0) return LT_OK;
   const int64_t *idx = (const int64_t *)lt_data(indices);
-  if (out->dtype == LT_FLOAT64)
-    gather_rows_kernel<double><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
-        (double *)lt_data(out), (const double *)lt_data(weight), idx, m, d, index_base);
-  else
-    gather_rows_kernel<float><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
-        (float *)lt_data(out), (const float *)lt_data(weight), idx, m, d, index_base);
+  // ops/nn_embedding.c hands over the weight in its own dtype (a gather only
+  // copies bytes, so float16 and bfloat16 run natively): move elements of
+  // the weight's size as raw bits, never as float.
+  switch (lt_dtype_size(weight->dtype)) {
+    case 8:
+      gather_rows_kernel<uint64_t><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
+          (uint64_t *)lt_data(out), (const uint64_t *)lt_data(weight), idx, m, d, index_base);
+      break;
+    case 4:
+      gather_rows_kernel<uint32_t><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
+          (uint32_t *)lt_data(out), (const uint32_t *)lt_data(weight), idx, m, d, index_base);
+      break;
+    case 2:
+      gather_rows_kernel<uint16_t><<<cuda_blocks_for(total), CUDA_THREADS, 0, stream>>>(
+          (uint16_t *)lt_data(out), (const uint16_t *)lt_data(weight), idx, m, d, index_base);
+      break;
+    default:
+      return lt_error(LT_ERR_DTYPE, "cuda: embedding: unsupported weight dtype %s",
+                      lt_dtype_name(weight->dtype));
+  }
   return cuda_check_launch("embedding", "gather_rows_kernel");
 }
 
