@@ -3,8 +3,11 @@
 // strided share of the reduced elements, then a shared-memory tree. Floats
 // accumulate in double and integers in wrapping int64, as on the CPU; the
 // order depends only on the shapes, so results are the same on every run.
-// A first version: a single output over many elements uses one block, and
-// reductions over the innermost dim do not yet read coalesced.
+// Few outputs over many elements (a full sum, argmax of everything) split
+// each output's reduced range into fixed parts, one block each, whose
+// partial results a second kernel combines in part order: the split depends
+// only on the shapes, so results still repeat run to run, and a large sum
+// no longer runs on a single block (one SM).
 #include "cuda/cuda_convert.cuh"
 #include "cuda/cuda_kernels.h"
 
@@ -57,21 +60,41 @@ struct accum {
   uint64_t i; // unsigned: wraps
 };
 
-__global__ void reduce_kernel(reduce_geom g, int op, bool floating, char *out, int out_dtype,
-                              int64_t out_esize) {
+// The result of one output from its accumulator.
+__device__ inline void store_accum(const accum &a, int op, bool floating, int64_t count,
+                                   char *dst, int out_dtype) {
+  if (floating) {
+    double v = a.f;
+    if (op == LT_REDUCE_MEAN) v = count > 0 ? v / (double)count : nan("");
+    cuda_store<double>(dst, out_dtype, v);
+  } else {
+    cuda_store<int64_t>(dst, out_dtype, (int64_t)a.i);
+  }
+}
+
+// Work unit u = (output o, part p): block-uniform loop over units. Part p
+// covers the reduced positions [p chunk, (p + 1) chunk). With partial, each
+// unit's accumulator goes there (reduce_finish_kernel combines them);
+// otherwise (parts == 1) the output is written directly.
+__global__ void reduce_kernel(reduce_geom g, int op, bool floating, int64_t parts, int64_t chunk,
+                              accum *partial, char *out, int out_dtype, int64_t out_esize) {
   __shared__ double sf[REDUCE_THREADS];
   __shared__ uint64_t si[REDUCE_THREADS];
   const bool prod = op == LT_REDUCE_PROD;
-  for (int64_t o = blockIdx.x; o < g.kept.numel; o += gridDim.x) {
+  const int64_t units = g.kept.numel * parts;
+  for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
+    const int64_t o = u / parts, p = u % parts;
+    const int64_t r0 = p * chunk;
+    const int64_t r1 = r0 + chunk < g.reduced.numel ? r0 + chunk : g.reduced.numel;
     const char *base = g.base + dims_offset(g.kept, o);
     accum a = {prod ? 1.0 : 0.0, prod ? (uint64_t)1 : (uint64_t)0};
-    for (int64_t r = threadIdx.x; r < g.reduced.numel; r += blockDim.x) {
-      const char *p = base + dims_offset(g.reduced, r);
+    for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
+      const char *q = base + dims_offset(g.reduced, r);
       if (floating) {
-        const double v = cuda_load<double>(p, g.dtype);
+        const double v = cuda_load<double>(q, g.dtype);
         a.f = prod ? a.f * v : a.f + v;
       } else {
-        const uint64_t v = (uint64_t)cuda_load<int64_t>(p, g.dtype);
+        const uint64_t v = (uint64_t)cuda_load<int64_t>(q, g.dtype);
         a.i = prod ? a.i * v : a.i + v;
       }
     }
@@ -91,21 +114,61 @@ __global__ void reduce_kernel(reduce_geom g, int op, bool floating, char *out, i
       __syncthreads();
     }
     if (threadIdx.x == 0) {
-      char *dst = out + o * out_esize;
-      if (floating) {
-        double v = sf[0];
-        if (op == LT_REDUCE_MEAN) v = g.reduced.numel > 0 ? v / (double)g.reduced.numel : nan("");
-        cuda_store<double>(dst, out_dtype, v);
+      const accum r = {sf[0], si[0]};
+      if (partial)
+        partial[u] = r;
+      else
+        store_accum(r, op, floating, g.reduced.numel, out + o * out_esize, out_dtype);
+    }
+    __syncthreads(); // the shared arrays are reused by the next unit
+  }
+}
+
+// Each output's parts combined in part order.
+__global__ void reduce_finish_kernel(const accum *partial, int64_t nout, int64_t parts, int op,
+                                     bool floating, int64_t count, char *out, int out_dtype,
+                                     int64_t out_esize) {
+  const bool prod = op == LT_REDUCE_PROD;
+  for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < nout;
+       o += (int64_t)blockDim.x * gridDim.x) {
+    accum a = partial[o * parts];
+    for (int64_t p = 1; p < parts; p++) {
+      const accum b = partial[o * parts + p];
+      if (prod) {
+        a.f *= b.f;
+        a.i *= b.i;
       } else {
-        cuda_store<int64_t>(dst, out_dtype, (int64_t)si[0]);
+        a.f += b.f;
+        a.i += b.i;
       }
     }
-    __syncthreads(); // the shared arrays are reused by the next output
+    store_accum(a, op, floating, count, out + o * out_esize, out_dtype);
   }
 }
 
 static unsigned output_blocks(int64_t nout) {
   return (unsigned)(nout < 65535 * 8 ? nout : 65535 * 8);
+}
+
+// How many parts each output's reduced range is split into (a function of
+// the shapes alone): 1 when there are enough outputs to fill the GPU, else
+// enough parts of at least REDUCE_MIN_CHUNK elements for about
+// REDUCE_TARGET_UNITS blocks in all.
+#define REDUCE_MIN_CHUNK 16384
+#define REDUCE_TARGET_UNITS 4096
+#define REDUCE_MAX_PARTS 1024
+
+static void reduce_split(int64_t nout, int64_t nred, int64_t *parts, int64_t *chunk) {
+  int64_t p = 1;
+  if (nout < REDUCE_TARGET_UNITS && nred >= 2 * REDUCE_MIN_CHUNK) {
+    p = nred / REDUCE_MIN_CHUNK;
+    const int64_t fill = (REDUCE_TARGET_UNITS + nout - 1) / nout;
+    if (p > fill) p = fill;
+    if (p > REDUCE_MAX_PARTS) p = REDUCE_MAX_PARTS;
+    if (p < 1) p = 1;
+  }
+  *chunk = p > 1 ? (nred + p - 1) / p : nred;
+  *parts = p > 1 ? (nred + *chunk - 1) / *chunk : 1; // no empty trailing part
 }
 
 lt_status cuda_reduce(lt_reduce_op op, lt_tensor *out, const lt_tensor *in, const bool *reduced) {
@@ -114,11 +177,27 @@ lt_status cuda_reduce(lt_reduce_op op, lt_tensor *out, const lt_tensor *in, cons
   if (g.kept.numel == 0) return LT_OK;
   cuda_device_guard guard(out->storage->device);
   const cudaStream_t stream = cuda_stream(); // the op device's current stream
-  reduce_kernel<<<output_blocks(g.kept.numel), REDUCE_THREADS, 0, stream>>>(
-      g, (int)op, lt_dtype_is_floating(in->dtype), (char *)cuda_bytes(out), (int)out->dtype,
-      (int64_t)lt_dtype_size(out->dtype));
-  return cuda_check_launch(op == LT_REDUCE_SUM ? "sum" : op == LT_REDUCE_MEAN ? "mean" : "prod",
-                           "reduce_kernel");
+  const char *name = op == LT_REDUCE_SUM ? "sum" : op == LT_REDUCE_MEAN ? "mean" : "prod";
+  const bool floating = lt_dtype_is_floating(in->dtype);
+  char *o = (char *)cuda_bytes(out);
+  const int64_t es = (int64_t)lt_dtype_size(out->dtype);
+  int64_t parts, chunk;
+  reduce_split(g.kept.numel, g.reduced.numel, &parts, &chunk);
+  // Given back at scope end while the kernels may be queued: safe on the
+  // stream it was taken on (cuda_internal.h).
+  cuda_workspace ws;
+  accum *partial = NULL;
+  if (parts > 1) {
+    LT_TRY(ws.get(out->storage->device, (size_t)(g.kept.numel * parts) * sizeof(accum)));
+    partial = (accum *)ws.ptr;
+  }
+  reduce_kernel<<<output_blocks(g.kept.numel * parts), REDUCE_THREADS, 0, stream>>>(
+      g, (int)op, floating, parts, chunk, partial, o, (int)out->dtype, es);
+  LT_TRY(cuda_check_launch(name, "reduce_kernel"));
+  if (!partial) return LT_OK;
+  reduce_finish_kernel<<<cuda_blocks_for(g.kept.numel), CUDA_THREADS, 0, stream>>>(
+      partial, g.kept.numel, parts, (int)op, floating, g.reduced.numel, o, (int)out->dtype, es);
+  return cuda_check_launch(name, "reduce_finish_kernel");
 }
 
 // ---- max/min with indices ----
@@ -141,22 +220,45 @@ __device__ inline bool better_int(bool is_max, int64_t v, int64_t k, int64_t bv,
   return is_max ? v > bv : v < bv;
 }
 
+// A unit's best: value (as double or int64) and reduced position, -1: none.
+struct best {
+  double f;
+  int64_t i, k;
+};
+
+// The winner's bytes and index for output o.
+__device__ inline void write_best(const reduce_geom &g, const char *base, int64_t k, int64_t esize,
+                                  char *values, int64_t *indices, int64_t index_base, int64_t o) {
+  // The winner's own bytes: values are exact whatever the dtype.
+  if (values) {
+    const char *src = base + dims_offset(g.reduced, k);
+    for (int64_t b = 0; b < esize; b++) values[o * esize + b] = src[b];
+  }
+  if (indices) indices[o] = k + index_base;
+}
+
+// Units and parts as in reduce_kernel.
 __global__ void reduce_index_kernel(reduce_geom g, bool is_max, bool floating, int64_t esize,
-                                    char *values, int64_t *indices, int64_t index_base) {
+                                    int64_t parts, int64_t chunk, best *partial, char *values,
+                                    int64_t *indices, int64_t index_base) {
   __shared__ double sf[REDUCE_THREADS];
   __shared__ int64_t si[REDUCE_THREADS];
   __shared__ int64_t sk[REDUCE_THREADS]; // position in the reduced row-major order, -1: none
-  for (int64_t o = blockIdx.x; o < g.kept.numel; o += gridDim.x) {
+  const int64_t units = g.kept.numel * parts;
+  for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
+    const int64_t o = u / parts, p = u % parts;
+    const int64_t r0 = p * chunk;
+    const int64_t r1 = r0 + chunk < g.reduced.numel ? r0 + chunk : g.reduced.numel;
     const char *base = g.base + dims_offset(g.kept, o);
     double bf = 0;
     int64_t bi = 0, bk = -1;
-    for (int64_t r = threadIdx.x; r < g.reduced.numel; r += blockDim.x) {
-      const char *p = base + dims_offset(g.reduced, r);
+    for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
+      const char *q = base + dims_offset(g.reduced, r);
       if (floating) {
-        const double v = cuda_load<double>(p, g.dtype);
+        const double v = cuda_load<double>(q, g.dtype);
         if (better_float(is_max, v, r, bf, bk)) bf = v, bk = r;
       } else {
-        const int64_t v = cuda_load<int64_t>(p, g.dtype);
+        const int64_t v = cuda_load<int64_t>(q, g.dtype);
         if (better_int(is_max, v, r, bi, bk)) bi = v, bk = r;
       }
     }
@@ -177,15 +279,34 @@ __global__ void reduce_index_kernel(reduce_geom g, bool is_max, bool floating, i
       }
       __syncthreads();
     }
-    if (threadIdx.x == 0 && sk[0] >= 0) {
-      // The winner's own bytes: values are exact whatever the dtype.
-      if (values) {
-        const char *src = base + dims_offset(g.reduced, sk[0]);
-        for (int64_t b = 0; b < esize; b++) values[o * esize + b] = src[b];
+    if (threadIdx.x == 0) {
+      if (partial) {
+        const best b = {sf[0], si[0], sk[0]};
+        partial[u] = b;
+      } else if (sk[0] >= 0) {
+        write_best(g, base, sk[0], esize, values, indices, index_base, o);
       }
-      if (indices) indices[o] = sk[0] + index_base;
     }
     __syncthreads();
+  }
+}
+
+// Each output's parts combined in part order (ties: the first position).
+__global__ void reduce_index_finish_kernel(reduce_geom g, bool is_max, bool floating,
+                                           int64_t esize, int64_t parts, const best *partial,
+                                           char *values, int64_t *indices, int64_t index_base) {
+  for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.kept.numel;
+       o += (int64_t)blockDim.x * gridDim.x) {
+    best b = partial[o * parts];
+    for (int64_t p = 1; p < parts; p++) {
+      const best c = partial[o * parts + p];
+      if (c.k < 0) continue;
+      const bool take = floating ? better_float(is_max, c.f, c.k, b.f, b.k)
+                                 : better_int(is_max, c.i, c.k, b.i, b.k);
+      if (take) b = c;
+    }
+    if (b.k >= 0)
+      write_best(g, g.base + dims_offset(g.kept, o), b.k, esize, values, indices, index_base, o);
   }
 }
 
@@ -198,9 +319,24 @@ lt_status cuda_reduce_index(bool is_max, lt_tensor *values, lt_tensor *indices,
   if (g.kept.numel == 0 || g.reduced.numel == 0) return LT_OK;
   cuda_device_guard guard(in->storage->device);
   const cudaStream_t stream = cuda_stream(); // the op device's current stream
-  reduce_index_kernel<<<output_blocks(g.kept.numel), REDUCE_THREADS, 0, stream>>>(
-      g, is_max, lt_dtype_is_floating(in->dtype), (int64_t)lt_dtype_size(in->dtype),
-      values ? (char *)cuda_bytes(values) : NULL, indices ? (int64_t *)cuda_bytes(indices) : NULL,
-      index_base);
-  return cuda_check_launch(is_max ? "max" : "min", "reduce_index_kernel");
+  const char *name = is_max ? "max" : "min";
+  const bool floating = lt_dtype_is_floating(in->dtype);
+  const int64_t esize = (int64_t)lt_dtype_size(in->dtype);
+  char *v = values ? (char *)cuda_bytes(values) : NULL;
+  int64_t *ix = indices ? (int64_t *)cuda_bytes(indices) : NULL;
+  int64_t parts, chunk;
+  reduce_split(g.kept.numel, g.reduced.numel, &parts, &chunk);
+  cuda_workspace ws; // see cuda_reduce
+  best *partial = NULL;
+  if (parts > 1) {
+    LT_TRY(ws.get(in->storage->device, (size_t)(g.kept.numel * parts) * sizeof(best)));
+    partial = (best *)ws.ptr;
+  }
+  reduce_index_kernel<<<output_blocks(g.kept.numel * parts), REDUCE_THREADS, 0, stream>>>(
+      g, is_max, floating, esize, parts, chunk, partial, v, ix, index_base);
+  LT_TRY(cuda_check_launch(name, "reduce_index_kernel"));
+  if (!partial) return LT_OK;
+  reduce_index_finish_kernel<<<cuda_blocks_for(g.kept.numel), CUDA_THREADS, 0, stream>>>(
+      g, is_max, floating, esize, parts, partial, v, ix, index_base);
+  return cuda_check_launch(name, "reduce_index_finish_kernel");
 }
