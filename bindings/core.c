@@ -167,6 +167,7 @@ static const luaL_Reg core_functions[] = {
     {"set_num_threads", lt_set_num_threads_fn},
     {"get_num_threads", lt_get_num_threads_fn},
     {"is_tensor", lt_is_tensor_fn},
+    {"_set_data", ltb_set_data},
     {NULL, NULL},
 };
 

@@ -96,6 +96,27 @@ static int tensor_free(lua_State *L) {
   return 1;
 }
 
+/* core._set_data(t, src): t's handle refers to src's tensor from now on, as
+ * PyTorch's `t.data = src`: whoever holds t (an optimizer's parameter list,
+ * a module's slot) sees src's values, dtype and device. Both must be leaves;
+ * t's gradient is dropped (assign it again afterwards). Returns t. */
+int ltb_set_data(lua_State *L) {
+  ltb_handle *h = ltb_test_handle(L, 1);
+  if (h == NULL) return luaL_error(L, "_set_data: expected a tensor, got %s", luaL_typename(L, 1));
+  if (h->tensor == NULL) return luaL_error(L, "attempt to use a freed tensor");
+  lt_tensor *src = ltb_check_tensor(L, 2, "_set_data");
+  if (!lt_is_leaf(h->tensor) || !lt_is_leaf(src))
+    return luaL_error(L, "_set_data: expected leaf tensors");
+  lua_settop(L, 2);
+  if (src != h->tensor) {
+    lt_tensor_retain(src);
+    ltb_release_at(L, 1, h); /* also forgets the cached t.grad handle */
+    h->tensor = src;
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
 static int tensor_is_freed(lua_State *L) {
   ltb_handle *h = ltb_test_handle(L, 1);
   if (h == NULL) return luaL_error(L, "is_freed: expected a tensor, got %s", luaL_typename(L, 1));

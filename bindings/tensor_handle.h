@@ -44,6 +44,9 @@ size_t ltb_release(ltb_handle *h);
  * cached t.grad handle, so that a gradient nobody else holds is collectable. */
 size_t ltb_release_at(lua_State *L, int idx, ltb_handle *h);
 
+/* core._set_data(t, src): t's handle takes src's tensor (PyTorch's t.data = src). */
+int ltb_set_data(lua_State *L);
+
 /* Builds the tensor metatable; expects the methods table at methods_idx. */
 void ltb_open_tensor_handle(lua_State *L, int methods_idx);
 

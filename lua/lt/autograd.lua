@@ -113,7 +113,8 @@ local function projection(y)
   local n = y:numel()
   local values = {}
   for i = 1, n do values[i] = math.sin(1.7 * i + 0.3) end
-  local w = core.tensor(values, { dtype = "float64" })
+  -- On y's device: a CUDA output times a CPU projection is a device mismatch.
+  local w = core.tensor(values, { dtype = "float64", device = y.device })
   return y:dim() == 0 and w:view() or w:view(y.shape)
 end
 

@@ -10,6 +10,20 @@ for _, name in ipairs { "float32", "float64", "float16", "bfloat16", "int64", "i
 end
 lt.float, lt.double, lt.half, lt.long, lt.int = "float32", "float64", "float16", "int64", "int32"
 
+-- lt.autocast without a device_type under `lt --device cuda`: the region is
+-- CUDA's. The engine's default is the CPU, and a CPU region casts no CUDA
+-- tensor, so lt.autocast{dtype = "float16"} around a model on the GPU would
+-- silently run it all in float32.
+function lt.autocast(opts, ...)
+  local dev = rawget(lt, "default_device")
+  if type(dev) == "string" and dev:match("^cuda") and (opts == nil or type(opts) == "table" and opts.device_type == nil) then
+    local copy = { device_type = "cuda" }
+    for k, v in pairs(opts or {}) do copy[k] = v end
+    opts = copy
+  end
+  return core.autocast(opts, ...)
+end
+
 lt.memory.summary = require("lt.memory_summary")(lt.memory)
 -- Loaded on first use: most runs never write a report.
 function lt.memory.report(path, opts)

@@ -129,11 +129,15 @@ local function device_sections(tl)
   return table.concat(out, "\n")
 end
 
-local function cards(snapshot, tl)
+-- by_device: lt.memory.stats of each device with events, taken with the
+-- snapshot; the cards show the figures of the device that peaked (a CUDA
+-- run's GPU, not the CPU that snapshot.stats describes).
+local function cards(snapshot, tl, by_device)
   local stats, peak, peak_dev = snapshot.stats, 0, nil
   for _, dev in ipairs(tl.devices) do
     if dev.peak.bytes >= peak then peak, peak_dev = dev.peak.bytes, dev end
   end
+  if peak_dev and by_device and by_device[peak_dev.device] then stats = by_device[peak_dev.device] end
   local list = {}
   if peak_dev then
     list[#list + 1] = card("peak allocated", human(peak))
@@ -164,7 +168,7 @@ local function notes(snapshot)
   return table.concat(out, "\n")
 end
 
-local function page(memory, snapshot, summary, title, version)
+local function page(memory, snapshot, summary, title, version, by_device)
   local tl = timeline.build(snapshot, TOP_N)
   local chart = #tl.devices > 0 and string.format(
     '<script type="application/json" id="lt-memory-data">%s</script>\n<script>%s</script>',
@@ -193,7 +197,7 @@ Sizes are the allocator's rounded blocks (multiples of 512 bytes).</footer>
 </body>
 </html>
 ]], html(title), assets.css, html(title), html(version or ""), os.date("%Y-%m-%d %H:%M:%S"),
-    notes(snapshot), cards(snapshot, tl), device_sections(tl), html(summary), chart)
+    notes(snapshot), cards(snapshot, tl, by_device), device_sections(tl), html(summary), chart)
 end
 
 -- Writes text to path through a temporary file renamed into place.
@@ -230,9 +234,23 @@ return function(memory, version)
     local title = opts.title or ("lt memory report" .. (script and (": " .. script) or ""))
     -- The summary right after the snapshot, before building the page makes
     -- garbage whose collection could free tensors in between.
+    -- One summary per device that has events (the CPU alone when none has),
+    -- so that a CUDA run's report shows the GPU's allocator, not only the CPU's.
     local snapshot = memory.snapshot()
-    local summary = memory.summary()
-    write_atomically(path, page(memory, snapshot, summary, title, version))
+    local devices, seen = {}, {}
+    for _, e in ipairs(snapshot.events or {}) do
+      if e.device and not seen[e.device] then
+        seen[e.device] = true
+        devices[#devices + 1] = e.device
+      end
+    end
+    if #devices == 0 then devices[1] = "cpu" end
+    local summaries, by_device = {}, {}
+    for i, dev in ipairs(devices) do
+      summaries[i] = memory.summary(dev)
+      by_device[dev] = memory.stats(dev)
+    end
+    write_atomically(path, page(memory, snapshot, table.concat(summaries, "\n\n"), title, version, by_device))
     return path
   end
 end

@@ -219,6 +219,23 @@ describe("conversion", function()
     assert.equal(s[1].weight, s[2].weight)
   end)
 
+  it("a converted parameter is the same Lua value, so an optimizer made before to() still steps it", function()
+    local m = nn.Linear(3, 2)
+    local w = m.weight
+    local opt = lt.optim.SGD(m:parameters(), { lr = 0.5 })
+    w.grad = lt.ones(2, 3)
+    m:double()
+    assert.equal(w, m.weight)
+    assert.equal("float64", w.dtype)
+    assert.is_true(w.requires_grad)
+    assert.is_true(nn.is_parameter(w))
+    assert.equal("parameter", lt.memory.category(w))
+    assert.equal("float64", w.grad.dtype)
+    local before = w:clone()
+    opt:step()
+    h.near(-0.5, (w - before):max():item(), 1e-12)
+  end)
+
   it("to() with the same dtype keeps the very same tensors", function()
     local m = nn.Linear(2, 2)
     local w = m.weight

@@ -17,6 +17,7 @@ local raise = require "lt.user_error"
 
 local is_tensor = core.is_tensor
 local set_category = core.memory.set_category
+local set_data = core._set_data
 
 local Module = {}
 
@@ -419,9 +420,12 @@ local function convert(t, dtype, device)
   return out
 end
 
--- Converts parameters (keeping requires_grad, the parameter mark and their
--- gradients) and buffers in place in their slots; a tensor shared by several
--- modules is converted once and stays shared.
+-- Converts parameters and buffers in place; a tensor shared by several
+-- modules is converted once and stays shared. A parameter stays the same Lua
+-- value (its handle takes the converted tensor, as PyTorch's param.data =),
+-- keeping requires_grad, the parameter mark and its gradient (converted), so
+-- that an optimizer made before to("cuda") still steps the model's
+-- parameters. Buffers are replaced in their slots.
 function Module:to(a, b)
   local dtype, device = parse_to_args(a, b)
   dtype = DTYPE_ALIASES[dtype] or dtype
@@ -435,19 +439,18 @@ function Module:to(a, b)
     for _, name in ipairs(params.names) do
       local p = params.values[name]
       if p ~= nil then
-        local new = done[p]
-        if new == nil then
+        if done[p] == nil then
           local data = p:detach()
           local converted = convert(data, dtype, device)
-          if rawequal(converted, data) then
-            new = p
-          else
-            new = Parameter(converted, p.requires_grad)
-            if p.grad ~= nil then new.grad = convert(p.grad, dtype, device) end
+          if not rawequal(converted, data) then
+            local grad, requires_grad = p.grad, p.requires_grad
+            set_data(p, converted)
+            p:requires_grad_(requires_grad)
+            set_category(p, "parameter")
+            if grad ~= nil then p.grad = convert(grad, dtype, device) end
           end
-          done[p] = new
+          done[p] = p
         end
-        params.values[name] = new
       end
     end
     local buffers = m._buffers
