@@ -167,7 +167,17 @@ lt_device ltb_check_device(lua_State *L, int idx, const char *op) {
 }
 
 lt_device ltb_opt_device(lua_State *L, int idx, const char *op) {
-  if (lua_isnoneornil(L, idx)) return lt_cpu();
+  if (lua_isnoneornil(L, idx)) {
+    /* lt.default_device (set by `lt --device cuda`), else the CPU: under
+     * --device cuda, lt.memory.max_allocated() means the GPU, as
+     * torch.cuda.max_memory_allocated() means the current CUDA device. */
+    const int top = lua_gettop(L);
+    lt_device dev = lt_cpu();
+    if (lua_getglobal(L, "lt") == LUA_TTABLE && lua_getfield(L, -1, "default_device") == LUA_TSTRING)
+      dev = ltb_parse_device(L, lua_tostring(L, -1), op);
+    lua_settop(L, top);
+    return dev;
+  }
   if (lua_type(L, idx) != LUA_TSTRING)
     luaL_error(L, "%s: expected a device name, got %s", op, luaL_typename(L, idx));
   return ltb_parse_device(L, lua_tostring(L, idx), op);

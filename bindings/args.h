@@ -62,7 +62,8 @@ lt_dtype ltb_check_dtype(lua_State *L, int idx, const char *op);
  * CUDA is absent). */
 lt_device ltb_check_device(lua_State *L, int idx, const char *op);
 lt_device ltb_parse_device(lua_State *L, const char *name, const char *op);
-/* Device argument of lt.memory.* and friends: nil or none means "cpu". */
+/* Device argument of lt.memory.* and friends: nil or none means
+ * lt.default_device (set by `lt --device`), else "cpu". */
 lt_device ltb_opt_device(lua_State *L, int idx, const char *op);
 void ltb_require_device(lua_State *L, lt_device dev, const char *op);
 

@@ -32,11 +32,17 @@ return function(memory)
   }
   local pools = { { "all", "" }, { "large_pool", "  from large pool" }, { "small_pool", "  from small pool" } }
 
+  -- What memory.stats(nil) reports: `lt --device`'s device, else the CPU.
+  local function default_device()
+    local g = rawget(_G, "lt")
+    return type(g) == "table" and rawget(g, "default_device") or "cpu"
+  end
+
   return function(dev)
     local s = memory.stats(dev)
     local lines = {
       rule,
-      string.format("| %-81s |", "lt memory summary, device " .. (dev or "cpu")),
+      string.format("| %-81s |", "lt memory summary, device " .. (dev or default_device())),
       thin,
       string.format("| %-81s |", string.format("out-of-memory errors: %d | alloc retries: %d | collections: %d",
         s.num_ooms, s.num_alloc_retries, s.num_collections)),

@@ -4,7 +4,7 @@
 -- tests/lua/memory_tricks_spec.lua asserts on the same functions, so the
 -- numbers a user reads are the numbers the tests check.
 --
--- A "peak" is lt.memory.max_allocated() above what was allocated before the
+-- A "peak" is lt.memory.max_allocated(DEV) above what was allocated before the
 -- run started: the run builds its model, batch and optimizer itself, so the
 -- peak counts parameters, gradients, optimizer state and activations, as
 -- torch.cuda.max_memory_allocated() does in a fresh process.
@@ -18,6 +18,10 @@ tricks.MLP_DEPTH, tricks.MLP_WIDTH = 16, 512
 tricks.MICRO_BATCHES = 4
 tricks.LOSS_STEPS = 8
 local SEED = 42
+-- The models and data live on the CPU device, whatever `lt --device` says
+-- (lt.memory.* without a device would follow it), so the figures are the
+-- exact byte counts of the CPU allocator.
+local DEV = "cpu"
 
 -- ---- models ----
 
@@ -111,16 +115,16 @@ end
 -- results. fn's locals die with it, so runs do not leak into each other.
 function tricks.peak(fn, ...)
   lt.gc()
-  local base = lt.memory.allocated()
-  lt.memory.reset_peak()
+  local base = lt.memory.allocated(DEV)
+  lt.memory.reset_peak(DEV)
   local results = table.pack(fn(...))
-  local peak = lt.memory.max_allocated() - base
+  local peak = lt.memory.max_allocated(DEV) - base
   return peak, table.unpack(results, 1, results.n)
 end
 
 -- Bytes of a tensor category now.
 function tricks.category(name)
-  return lt.memory.stats().by_category[name].current
+  return lt.memory.stats(DEV).by_category[name].current
 end
 
 -- Bytes the allocator gives a tensor of t's size (rounded up to 512).
@@ -173,7 +177,7 @@ local function sgd(params) return optim.SGD(params, { lr = 0.01 }) end
 local function training_peak(model_name, opts, optimizer, how)
   how = how or {}
   lt.gc()
-  local base = lt.memory.allocated()
+  local base = lt.memory.allocated(DEV)
   local model, x, target = tricks.setup(model_name, opts, how.batch)
   if how.prepare then model, x = how.prepare(model, x) end
   local opt = (optimizer or sgd)(model:parameters())
@@ -181,10 +185,10 @@ local function training_peak(model_name, opts, optimizer, how)
   step(model, x, target, opt)
   opt:zero_grad()
   lt.gc() -- also the float32 originals a conversion left behind
-  lt.memory.reset_peak()
+  lt.memory.reset_peak(DEV)
   step(model, x, target, opt)
   opt:zero_grad()
-  return lt.memory.max_allocated() - base, opt:state_bytes(), lt.memory.stats().by_category.activation.peak
+  return lt.memory.max_allocated(DEV) - base, opt:state_bytes(), lt.memory.stats(DEV).by_category.activation.peak
 end
 tricks.training_peak = training_peak
 
@@ -248,13 +252,13 @@ end
 -- labels existed (the model's construction is not part of the peak).
 function tricks.forward_peak(model_name, forward)
   lt.gc()
-  local base = lt.memory.allocated()
+  local base = lt.memory.allocated(DEV)
   local model, x, target = tricks.setup(model_name)
   model:eval()
   local layers = tricks.layers(model)
-  lt.memory.reset_peak()
+  lt.memory.reset_peak(DEV)
   local out = lt.no_grad(forward, layers, x)
-  return lt.memory.max_allocated() - base, out, target
+  return lt.memory.max_allocated(DEV) - base, out, target
 end
 
 technique {
@@ -306,16 +310,16 @@ technique {
 -- bytes as the allocator rounds them.
 function tricks.zero_grad_peak(model_name, set_to_none)
   lt.gc()
-  local base = lt.memory.allocated()
+  local base = lt.memory.allocated(DEV)
   local model, x, target = tricks.setup(model_name)
   local opt = sgd(model:parameters())
   tricks.train_step(model, x, target, opt)
   opt:zero_grad { set_to_none = set_to_none }
   lt.gc()
-  local held = lt.memory.allocated() - base
-  lt.memory.reset_peak()
+  local held = lt.memory.allocated(DEV) - base
+  lt.memory.reset_peak(DEV)
   local loss = F.cross_entropy(model(x), target)
-  local peak = lt.memory.max_allocated() - base
+  local peak = lt.memory.max_allocated(DEV) - base
   return peak, held, tricks.parameter_bytes(model, true), loss
 end
 
@@ -334,14 +338,14 @@ technique {
 -- held (output included) once the garbage is collected, and the input's.
 function tricks.inference_peak(model_name, use_no_grad)
   return tricks.peak(function()
-    local base = lt.memory.allocated()
+    local base = lt.memory.allocated(DEV)
     local model, x = tricks.setup(model_name)
     model:eval()
     local forward = function() return model(x) end
     local out = use_no_grad and lt.no_grad(forward) or forward()
     local saved = tricks.category("activation")
     lt.gc()
-    return saved, lt.memory.allocated() - base, tricks.rounded_bytes(x), out
+    return saved, lt.memory.allocated(DEV) - base, tricks.rounded_bytes(x), out
   end)
 end
 
@@ -368,7 +372,7 @@ function tricks.accumulation_step(model_name, k, opts)
   local model, x, target = tricks.setup(model_name, nil, opts.batch)
   if opts.eval then model:eval() end
   lt.gc()
-  lt.memory.reset_peak()
+  lt.memory.reset_peak(DEV)
   local n = x:size(1) // k
   for i = 1, k do
     if opts.collect_between and i > 1 then lt.gc() end
@@ -379,7 +383,7 @@ function tricks.accumulation_step(model_name, k, opts)
   end
   local grads = {}
   for i, p in ipairs(model:parameters()) do grads[i] = p.grad end
-  return lt.memory.stats().by_category.activation.peak, grads
+  return lt.memory.stats(DEV).by_category.activation.peak, grads
 end
 
 technique {
@@ -399,12 +403,12 @@ technique {
   explain = "after a step, empty_cache gives cached free segments back: reserved drops, allocated does not",
   measure = function(model_name)
     lt.gc()
-    lt.memory.empty_cache()
+    lt.memory.empty_cache(DEV)
     training_peak(model_name, {}) -- fills the cache; everything it made is garbage after it
     lt.gc()
-    local allocated, reserved = lt.memory.allocated(), lt.memory.reserved()
-    lt.memory.empty_cache()
-    return reserved, lt.memory.reserved(), { allocated_before = allocated, allocated_after = lt.memory.allocated() }
+    local allocated, reserved = lt.memory.allocated(DEV), lt.memory.reserved(DEV)
+    lt.memory.empty_cache(DEV)
+    return reserved, lt.memory.reserved(DEV), { allocated_before = allocated, allocated_after = lt.memory.allocated(DEV) }
   end,
 }
 
@@ -502,11 +506,11 @@ end
 function tricks.checkpoint_step(model_name, checkpoint, batch)
   local model, x, target = tricks.setup(model_name, nil, batch)
   lt.gc()
-  lt.memory.reset_peak()
+  lt.memory.reset_peak(DEV)
   tricks.train_step(model, x, target, nil, checkpoint and tricks.checkpointed(model_name) or nil)
   local grads = {}
   for i, p in ipairs(model:parameters()) do grads[i] = p.grad end
-  return lt.memory.stats().by_category.activation.peak, grads
+  return lt.memory.stats(DEV).by_category.activation.peak, grads
 end
 
 technique {

@@ -10,6 +10,22 @@ local function settled()
 end
 
 describe("lt.memory byte counts", function()
+  it("without a device argument, lt.memory follows lt.default_device (lt --device)", function()
+    local keep = lt.ones(1000)
+    local cpu_bytes = lt.memory.allocated("cpu")
+    assert.is_true(cpu_bytes > 0)
+    assert.equal(cpu_bytes, lt.memory.allocated())
+    lt.default_device = "cuda" -- as `lt --device cuda` sets it; CUDA holds nothing here
+    local ok, err = pcall(function()
+      assert.equal(lt.memory.allocated("cuda"), lt.memory.allocated())
+      assert.is_truthy(lt.memory.summary():find("device cuda", 1, true))
+    end)
+    lt.default_device = nil
+    assert(ok, err)
+    assert.equal(cpu_bytes, lt.memory.allocated())
+    lt.del(keep)
+  end)
+
   it("lt.empty(1000) takes 4096 bytes (4000 rounded up to 512) and del gives them back", function()
     local before = settled()
     local t = lt.empty(1000)
