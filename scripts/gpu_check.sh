@@ -21,7 +21,7 @@ fail() { echo "FAILED: $1"; status=1; }
 
 section "build (LT_CUDA=ON)"
 echo "nvcc: $(command -v nvcc || echo none) $(nvcc --version 2>/dev/null | tail -n 1)"
-if ! timeout 240 cmake -S . -B "$build" -DLT_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${LT_CMAKE_ARGS[@]}" \
+if ! timeout 240 cmake -S . -B "$build" -DLT_CUDA=ON -DCMAKE_BUILD_TYPE=Release ${LT_CMAKE_ARGS[@]+"${LT_CMAKE_ARGS[@]}"} \
        >/tmp/lt_configure.log 2>&1; then
   tail -n 25 /tmp/lt_configure.log
   echo "FAILED: cmake configure"

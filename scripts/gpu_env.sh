@@ -15,7 +15,18 @@ if { [ "${LT_GPU_ENV_BUNDLE:-0}" = 1 ] || ! pkg-config --exists lua5.4 2>/dev/nu
    [ -f .gpu_bundle/deps.tar.xz ]; then
   P=/tmp/ltdeps
   arch=x86_64-linux-gnu
-  mkdir -p "$P" && tar -C "$P" -xJf .gpu_bundle/deps.tar.xz
+  mkdir -p "$P"
+  # tar -J runs the xz program, which a bare image may lack; Python's tarfile
+  # reads .xz itself (PyTorch brings python3).
+  if command -v xz >/dev/null 2>&1; then
+    tar -C "$P" -xJf .gpu_bundle/deps.tar.xz
+  else
+    # fully_trusted: the bundle holds one absolute symlink (libz.so, below),
+    # which the 'data' filter (Python 3.14's default) refuses.
+    python3 -c 'import sys, tarfile as t
+kw = {"filter": "fully_trusted"} if hasattr(t, "fully_trusted_filter") else {}
+t.open(sys.argv[1]).extractall(sys.argv[2], **kw)' .gpu_bundle/deps.tar.xz "$P"
+  fi || echo "gpu_env: could not unpack .gpu_bundle/deps.tar.xz"
   ln -sf lua5.4 "$P/usr/bin/lua"
   # The one absolute symlink: the linker's libz.so points at /lib/.../libz.so.1.
   ln -sf libz.so.1 "$P/usr/lib/$arch/libz.so"
