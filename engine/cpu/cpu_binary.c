@@ -176,11 +176,6 @@ static void compute(const binary_ctx *c, const void *a, int64_t sa, const void *
  * backward mask y > 0, among others) write the 0/1 bytes directly: the same
  * values the float result would give once stored as bool, without the
  * buffer and the conversion pass. */
-static bool is_comparison(lt_binary_op op) {
-  return op == LT_OP_EQ || op == LT_OP_NE || op == LT_OP_LT || op == LT_OP_LE ||
-         op == LT_OP_GT || op == LT_OP_GE;
-}
-
 #define COMPARE_OPS(T)                                                          \
   switch (op) {                                                                 \
     case LT_OP_EQ: BINARY_LOOPS(T, x == y); break;                              \
@@ -214,7 +209,7 @@ static void binary_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   if (c->has_b) all_direct = all_direct && cpu_operand_direct(c->kind, st[2], c->b_dt);
   const int64_t chunk = all_direct ? n : CPU_BUF;
 
-  if (c->kind != CPU_KIND_I64 && is_comparison(c->op) && c->out_dt == LT_BOOL && st[0] == 1 &&
+  if (c->kind != CPU_KIND_I64 && lt_binary_is_comparison(c->op) && c->out_dt == LT_BOOL && st[0] == 1 &&
       cpu_operand_direct(c->kind, st[1], c->a_dt) &&
       (!c->has_b || cpu_operand_direct(c->kind, st[2], c->b_dt))) {
     const void *x = p[1], *y = c->has_b ? (const void *)p[2] : (const void *)&c->scalar;

@@ -505,7 +505,7 @@ static int vec_input_dtype(const cuda_geom &g, int first, int last) {
 static bool binary_vec_plan(const cuda_geom &g, lt_binary_op op, lt_dtype compute, int *di) {
   *di = vec_input_dtype(g, 1, 2);
   const int dout = g.dtype[0];
-  const bool is_comparison = op >= LT_OP_EQ && op <= LT_OP_GE;
+  const bool is_comparison = lt_binary_is_comparison(op);
   if (kind_of((lt_dtype)*di) != kind_of(compute)) return false;
   if (!(dout == *di || (dout == LT_BOOL && is_comparison))) return false;
   const int want[3] = {dout, *di, *di};

@@ -58,7 +58,6 @@ static const char *unary_inplace_name(lt_unary_op op) {
   return (unsigned)op < LT_NUNARY ? unary_inplace_names[op] : "unknown_";
 }
 
-static bool is_comparison(lt_binary_op op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
 
 /* The dtype a binary op computes in, and its result dtype, from the inputs'
  * promoted dtype. */
@@ -77,7 +76,7 @@ static lt_status binary_types(const char *name, lt_binary_op op, lt_dtype common
   *result = common;
   if (op == LT_OP_DIV && !lt_dtype_is_floating(common)) /* true division */
     *compute = *result = LT_FLOAT32;
-  if (is_comparison(op)) *result = LT_BOOL;
+  if (lt_binary_is_comparison(op)) *result = LT_BOOL;
   return LT_OK;
 }
 

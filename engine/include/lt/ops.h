@@ -31,6 +31,11 @@ typedef enum lt_binary_op {
   LT_NBINARY
 } lt_binary_op;
 
+/* eq, ne, lt, le, gt, ge: results are bool. */
+static inline bool lt_binary_is_comparison(lt_binary_op op) {
+  return op >= LT_OP_EQ && op <= LT_OP_GE;
+}
+
 typedef enum lt_unary_op {
   LT_OP_NEG = 0,
   LT_OP_EXP,
