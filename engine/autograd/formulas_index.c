@@ -76,6 +76,14 @@ lt_status ag_record_index_select(const lt_tensor *t, int dim, const lt_tensor *i
   n->p.i[0] = dim;
   n->p.i[1] = index_base;
   n->p.ni = 2;
-  st = ag_nn_save(n, st, SAVED_INDICES, index);
+  /* The forward takes a CPU index for a tensor on a device (a data loader's
+   * order); the backward's scatter runs on the device, so it keeps a copy
+   * there (its range noted on the way, so the scatter's check reads nothing
+   * back). */
+  lt_tensor *moved = NULL;
+  if (st == LT_OK && !lt_device_eq(index->storage->device, t->storage->device))
+    st = lt_to_device(index, t->storage->device, &moved);
+  st = ag_nn_save(n, st, SAVED_INDICES, moved ? moved : index);
+  if (moved) lt_tensor_release(moved);
   return ag_nn_finish(n, st, r);
 }

@@ -74,6 +74,13 @@ typedef struct lt_backend {
    * type). Float operands whose matrices are neither row- nor column-major
    * must be made contiguous by the caller. */
   lt_status (*matmul)(lt_tensor *out, const lt_tensor *a, const lt_tensor *b);
+
+  /* index_select: out's k-th slice along dim = in's slice rows[k] - base.
+   * in and out are contiguous, of one dtype (any), with equal sizes except
+   * along dim, where out's is n; rows holds n int64 values in the backend's
+   * memory, already checked to lie in [base, base + in's size along dim). */
+  lt_status (*index_select)(lt_tensor *out, const lt_tensor *in, int dim, const int64_t *rows,
+                            int64_t n, int64_t base);
 } lt_backend;
 
 /* The kernels for dev's type, or NULL when that device type has no backend

@@ -1,4 +1,5 @@
 /* The CPU backend table. */
+#include "cpu/cpu_index.h"
 #include "cpu/cpu_kernels.h"
 
 const lt_backend lt_cpu_backend = {
@@ -13,4 +14,5 @@ const lt_backend lt_cpu_backend = {
     .reduce = cpu_reduce,
     .reduce_index = cpu_reduce_index,
     .matmul = cpu_matmul,
+    .index_select = cpu_index_select,
 };

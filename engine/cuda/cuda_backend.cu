@@ -1,7 +1,7 @@
 // The CUDA backend table, registered when the CUDA slot starts (the first
 // time lt_cuda_device_count finds a device; see cuda_device.cu). The kernels
-// live in cuda_elementwise.cu, cuda_copy.cu, cuda_reduce.cu and
-// cuda_matmul.cu, with the same signatures as the CPU's.
+// live in cuda_elementwise.cu, cuda_copy.cu, cuda_reduce.cu, cuda_matmul.cu
+// and cuda_index_select.cu, with the same signatures as the CPU's.
 #include "cuda/cuda_kernels.h"
 
 lt_status cuda_not_implemented(const char *op) {
@@ -21,6 +21,7 @@ static const lt_backend cuda_backend = {
     /* reduce */ cuda_reduce,
     /* reduce_index */ cuda_reduce_index,
     /* matmul */ cuda_matmul,
+    /* index_select */ cuda_index_select,
 };
 
 void lt_cuda_install_backend(void) { lt_backend_register(LT_DEVICE_CUDA, &cuda_backend); }

@@ -22,6 +22,8 @@ lt_status cuda_reduce(lt_reduce_op op, lt_tensor *out, const lt_tensor *in, cons
 lt_status cuda_reduce_index(bool is_max, lt_tensor *values, lt_tensor *indices,
                             const lt_tensor *in, int dim, int64_t index_base);
 lt_status cuda_matmul(lt_tensor *out, const lt_tensor *a, const lt_tensor *b);
+lt_status cuda_index_select(lt_tensor *out, const lt_tensor *in, int dim, const int64_t *rows,
+                            int64_t n, int64_t base);
 
 /* The error of a kernel that is not written yet: clear, never a crash. */
 lt_status cuda_not_implemented(const char *op);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/known_range.h"
 #include "lt/cuda.h"
 #include "ops/ops_internal.h"
 
@@ -92,6 +93,17 @@ lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src) {
   return ag_record_copy_(dst, src);
 }
 
+/* r, an int64 copy of t, gets t's known range; a copy from the host to a
+ * device notes the range of the elements it sent (core/known_range.h), so
+ * that labels moved with :to are range-checked without reading them back. */
+static void note_copied_range(const lt_tensor *r, const lt_tensor *t) {
+  if (t->storage->device.type == LT_DEVICE_CPU && r->storage->device.type != LT_DEVICE_CPU &&
+      lt_is_contiguous(t))
+    lt_known_range_scan(r, lt_data(t), lt_numel(t));
+  else
+    lt_known_range_inherit(r, t);
+}
+
 /* A new contiguous tensor of t's shape on dev with dtype dt holding t's
  * values (dev lt_pinned_pool(): a pinned CPU tensor). */
 static lt_status converted_copy_ex(const char *name, const lt_tensor *t, lt_dtype dt,
@@ -104,6 +116,7 @@ static lt_status converted_copy_ex(const char *name, const lt_tensor *t, lt_dtyp
   lt_status st = copy_backend(name, r, t, &be);
   if (st == LT_OK)
     st = non_blocking && be->copy_non_blocking ? be->copy_non_blocking(r, t) : be->copy(r, t);
+  if (st == LT_OK && dt == LT_INT64 && t->dtype == LT_INT64) note_copied_range(r, t);
   if (st == LT_OK)
     st = ag_record_identity(dt != t->dtype || !lt_device_eq(dev, t->storage->device)
                                 ? "ToCopyBackward"

@@ -1,11 +1,9 @@
-/* index_select: validation, the indices brought to the host and made
- * 0-based, then the CPU gather. Tensors on another device take a round trip
- * through the CPU (a data loader's batches start on the CPU anyway); a device
- * kernel can replace it without changing the entry point. */
-#include <stdlib.h>
-
+/* index_select: validation, the rows checked on the host (or known to be in
+ * range, core/known_range.h) and handed to the backend's gather on t's
+ * device. */
 #include "autograd/record_nn.h"
-#include "cpu/cpu_index.h"
+#include "core/backend.h"
+#include "core/known_range.h"
 #include "lt/index.h"
 #include "lt/ops.h"
 #include "ops/ops_internal.h"
@@ -65,39 +63,67 @@ static lt_status read_rows(const lt_tensor *index, int64_t base, int dim, int64_
   return st;
 }
 
+/* The rows to gather as an int64 tensor on dev, with the base the kernel
+ * subtracts. An int64 index already on dev whose range the host saw
+ * (core/known_range.h) is used as it is, with no device-to-host copy;
+ * otherwise the index is read and checked on the host, and its 0-based rows
+ * go to dev. */
+static lt_status device_rows(const lt_tensor *index, int64_t base, int dim, int64_t size,
+                             lt_device dev, lt_tensor **rows, int64_t *rows_base) {
+  if (index->dtype == LT_INT64 && lt_device_eq(index->storage->device, dev) &&
+      lt_is_contiguous(index) && size > 0 &&
+      lt_known_range_within(index, base, base + (size - 1))) {
+    lt_tensor_retain((lt_tensor *)index);
+    *rows = (lt_tensor *)index;
+    *rows_base = base;
+    return LT_OK;
+  }
+  const int64_t n = lt_numel(index);
+  lt_tensor *host = NULL;
+  LT_TRY(lt_empty(&n, 1, LT_INT64, lt_cpu(), &host));
+  lt_status st = read_rows(index, base, dim, size, lt_data(host));
+  *rows_base = 0;
+  if (st != LT_OK || dev.type == LT_DEVICE_CPU) {
+    if (st == LT_OK) *rows = host;
+    else lt_tensor_release(host);
+    return st;
+  }
+  st = lt_to_device(host, dev, rows);
+  lt_tensor_release(host);
+  return st;
+}
+
 static lt_status gather(const lt_tensor *t, int dim, const lt_tensor *index, int64_t index_base,
                         lt_tensor **out) {
   *out = NULL;
   LT_TRY(check_arguments(t, dim, index));
-  int64_t n = lt_numel(index);
-  int64_t *rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
-  if (!rows)
-    return lt_error(LT_ERR_OOM, "%s: out of host memory for %lld indices", OP, (long long)n);
-  lt_tensor *src = NULL, *result = NULL;
-  lt_status st = read_rows(index, index_base, dim, t->shape[dim], rows);
-  if (st == LT_OK) st = on_host(t, &src);
+  const lt_device dev = t->storage->device;
+  const lt_backend *be;
+  LT_TRY(ops_backend(OP, dev, &be));
+  lt_tensor *rows = NULL, *src = NULL, *result = NULL;
+  int64_t rows_base = 0;
+  lt_status st = device_rows(index, index_base, dim, t->shape[dim], dev, &rows, &rows_base);
+  if (st == LT_OK) st = lt_contiguous(t, &src);
   if (st == LT_OK) {
     int64_t shape[LT_MAX_DIMS];
     for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
-    shape[dim] = n;
-    st = lt_empty(shape, t->ndim, t->dtype, lt_cpu(), &result);
+    shape[dim] = lt_numel(index);
+    st = lt_empty(shape, t->ndim, t->dtype, dev, &result);
   }
-  if (st == LT_OK) cpu_index_select(result, src, dim, rows, n);
-  free(rows);
+  if (st == LT_OK)
+    st = be->index_select(result, src, dim, lt_data(rows), lt_numel(index), rows_base);
+  /* The result holds t's elements: a gather of labels keeps their range. */
+  if (st == LT_OK) lt_known_range_inherit(result, t);
+  if (rows) lt_tensor_release(rows);
   if (src) lt_tensor_release(src);
-  if (st != LT_OK) return st;
-  if (t->storage->device.type == LT_DEVICE_CPU) {
-    *out = result;
-    return LT_OK;
-  }
-  st = lt_to_device(result, t->storage->device, out);
-  lt_tensor_release(result);
+  if (st != LT_OK && result) lt_tensor_release(result), result = NULL;
+  *out = result;
   return st;
 }
 
 lt_status lt_index_select(const lt_tensor *t, int dim, const lt_tensor *index,
                           int64_t index_base, lt_tensor **out) {
-  /* Off while t is copied to the host and back: those copies need no history. */
+  /* Off while the operands are prepared: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);
   lt_status st = gather(t, dim, index, index_base, out);
   lt_set_grad_enabled(grad_mode);

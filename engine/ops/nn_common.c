@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 
+#include "core/known_range.h"
 #include "ops/nn_internal.h"
 
 lt_tensor *nn_hold(nn_scope *s, lt_tensor *t) {
@@ -143,10 +144,14 @@ lt_status nn_backend(const char *op, lt_device dev, const lt_nn_backend **out) {
 
 lt_status nn_check_index_range(const char *op, const lt_tensor *idx, int64_t n, int64_t base,
                                bool has_ignore, int64_t ignore_index, nn_index_error_fn describe) {
-  /* Indices on another device are read through a host copy: a bad label
-   * must be an error, never an out-of-bounds access in a kernel. */
+  /* A range the host already saw (core/known_range.h) settles it without
+   * reading the device: this is the common case of labels moved with :to. */
+  const bool on_device = idx->storage->device.type != LT_DEVICE_CPU;
+  if (on_device && n > 0 && lt_known_range_within(idx, base, base + (n - 1))) return LT_OK;
+  /* Otherwise indices on another device are read through a host copy: a bad
+   * label must be an error, never an out-of-bounds access in a kernel. */
   lt_tensor *host = NULL;
-  if (idx->storage->device.type != LT_DEVICE_CPU || !lt_is_contiguous(idx)) {
+  if (on_device || !lt_is_contiguous(idx)) {
     lt_tensor *moved = NULL;
     LT_TRY(lt_to_device(idx, lt_cpu(), &moved));
     lt_status st = lt_contiguous(moved, &host);
@@ -164,6 +169,8 @@ lt_status nn_check_index_range(const char *op, const lt_tensor *idx, int64_t n, 
       break;
     }
   }
+  /* Noted for the next check of the same labels (the backward's). */
+  if (st == LT_OK && on_device) lt_known_range_scan(idx, v, count);
   if (host) lt_tensor_release(host);
   return st;
 }

@@ -12,7 +12,7 @@ local cases = {}
 
 -- Half types round each result once to 8 or 11 bits (and reductions add
 -- many rounded terms); float32 differs only by summation order and libm.
-cases.tol = {float32 = 1e-4, float64 = 1e-10, float16 = 2e-2, bfloat16 = 1e-1}
+cases.tol = {float32 = 1e-4, float64 = 1e-10, float16 = 2e-2, bfloat16 = 1e-1, int64 = 0}
 
 -- max |a - b| relative to the reference's largest finite magnitude (at
 -- least 1). Shapes must match (a wrong shape must not broadcast); a NaN must
@@ -285,6 +285,31 @@ local function add_nn(add, dtype)
   end
 end
 
+-- index_select: the device gather (any dtype: it moves bytes) with the index
+-- on the device and on the CPU (a data loader's order), along each dim, with
+-- repeats; the scatter back in the backward for floating types. Slices of
+-- odd byte sizes take the narrow copy units.
+local function add_index_select(add, dtype)
+  local floating = dtype ~= "int64"
+  local function data(...)
+    if not floating then return lt.randint(-5, 50, {...}) end
+    return grad(lt.randn({...}, {dtype = dtype}))
+  end
+  local idx = lt.tensor({3, 1, 3, 5, 2}, {dtype = "int64"})
+  for _, c in ipairs {{1, {6, 8}}, {2, {4, 6, 3}}, {3, {2, 3, 7}}, {1, {9}}} do
+    local dim, shape = c[1], c[2]
+    local name = "index_select_d" .. dim .. "_" .. table.concat(shape, "x")
+    add(name, function()
+      return compare(function(t, i) return t:index_select(dim, i) end, {data(table.unpack(shape)), idx},
+        floating and {} or nil)
+    end)
+    add(name .. "_cpu_index", function()
+      return compare(function(t) return t:index_select(dim, idx) end, {data(table.unpack(shape))},
+        floating and {} or nil)
+    end)
+  end
+end
+
 -- Optimizer steps and the GradScaler's unscale on both backends: parameters
 -- after three steps.
 local function add_optim(add, dtype)
@@ -324,14 +349,15 @@ function cases.run(opts)
   local dtypes = opts.quick and {"float32", "float16"} or {"float32", "float64", "float16", "bfloat16"}
   -- The last two reduce many elements into few outputs: the split reductions.
   local shapes = opts.quick and {{33, 65}} or {{7}, {33, 65}, {4, 16, 130}, {300007}, {3, 70001}}
+  local function add_row(dtype, name, fn, shape)
+    local ok, e = pcall(fn)
+    local pass = ok and e <= cases.tol[dtype]
+    if not pass then failures = failures + 1 end
+    rows[#rows + 1] = {op = name, dtype = dtype, shape = shape or "", error = ok and e or nil,
+      pass = pass, message = not ok and tostring(e) or nil}
+  end
   for _, dtype in ipairs(dtypes) do
-    local function add(name, fn, shape)
-      local ok, e = pcall(fn)
-      local pass = ok and e <= cases.tol[dtype]
-      if not pass then failures = failures + 1 end
-      rows[#rows + 1] = {op = name, dtype = dtype, shape = shape or "", error = ok and e or nil,
-        pass = pass, message = not ok and tostring(e) or nil}
-    end
+    local function add(name, fn, shape) add_row(dtype, name, fn, shape) end
     for _, shape in ipairs(shapes) do
       add_elementwise(function(n, fn) add(n, fn, table.concat(shape, "x")) end, dtype, shape)
     end
@@ -341,8 +367,10 @@ function cases.run(opts)
       end, dtype, mm)
     end
     add_nn(add, dtype)
+    add_index_select(add, dtype)
     if dtype ~= "float16" then add_optim(add, dtype) end
   end
+  add_index_select(function(name, fn) add_row("int64", name, fn) end, "int64")
   return rows, failures
 end
 

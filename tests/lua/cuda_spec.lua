@@ -4,6 +4,7 @@
 -- show as pending ("skipped: no CUDA device") otherwise.
 local lt = require "lt"
 local h = dofile("tests/lua/helpers.lua")
+local F = lt.nn.functional
 
 describe("CUDA without a device", function()
   -- First in the file: no GEMM has run on a device yet.
@@ -168,6 +169,38 @@ describe("CUDA against the CPU", function()
     assert.equal(0, (back - t):abs():max():item())
     local s = lt.memory.stats("cuda")
     assert.is_true(s.device_total_bytes > 0)
+  end)
+
+  it("labels moved with :to or gathered on the device are checked without a host copy", function()
+    -- A range check that reads labels back allocates a CPU tensor for them:
+    -- counting CPU allocations shows whether the host had to wait.
+    local function cpu_allocations(fn)
+      local before = lt.memory.stats("cpu").allocation.all.allocated
+      fn()
+      return lt.memory.stats("cpu").allocation.all.allocated - before
+    end
+    local x = lt.randn({64, 10}, {device = "cuda"}):requires_grad_(true)
+    local y = lt.randint(1, 10, {64}):to("cuda")
+    local loss
+    assert.equal(0, cpu_allocations(function()
+      loss = F.cross_entropy(x, y)
+      loss:backward()
+    end))
+    -- A dataset on the device: the batch's labels keep the dataset's range.
+    local labels = lt.randint(1, 10, {1000}):to("cuda")
+    local order = lt.randperm(1000):narrow(1, 1, 64):to("cuda")
+    assert.equal(0, cpu_allocations(function()
+      F.cross_entropy(x, labels:index_select(1, order), {reduction = "sum"})
+    end))
+    -- After an in-place write the range is unknown, and the check reads
+    -- the labels back (which also shows that the count sees it).
+    y:add_(0)
+    assert.is_true(cpu_allocations(function() F.cross_entropy(x, y) end) > 0)
+    -- A label made bad on the device is still caught.
+    y[1] = 11
+    h.fails_cleanly(function() return F.cross_entropy(x, y) end, "target 11 is out of bounds")
+    local expected = F.cross_entropy(x:detach():cpu(), y:cpu():clamp(1, 10))
+    assert.near(expected:item(), F.cross_entropy(x:detach(), y:clamp(1, 10)):item(), 1e-5)
   end)
 
   it("an out-of-memory on the device is a catchable error and lt goes on", function()

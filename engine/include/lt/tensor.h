@@ -32,6 +32,13 @@ typedef struct lt_storage {
   void *pending_copy; /* a device backend's marker (a CUDA event) of an
                          asynchronous copy still reading or writing these
                          bytes; the release waits for it. NULL if none */
+  /* The least and greatest element of an int64 storage, noted when the host
+   * saw every element (core/known_range.h), so that range checks of indices
+   * on a device need no copy to the host. Valid while version is
+   * range_version. */
+  bool range_known;
+  int64_t range_min, range_max;
+  uint64_t range_version;
 } lt_storage;
 
 struct lt_autograd_meta; /* engine/autograd: grad_fn, hooks (NULL if none) */

@@ -1,0 +1,82 @@
+/* Known ranges of int64 storages (core/known_range.h): what notes a range,
+ * what inherits it and what invalidates it. On a device these let a label
+ * check skip the copy to the host; the bookkeeping itself is device-free and
+ * is checked here on the CPU. */
+#include "check.h"
+#include "core/known_range.h"
+#include "lt/index.h"
+#include "lt/lt.h"
+#include "tensor_helpers.h"
+
+static lt_tensor *int64_vector(const int64_t *v, int64_t n) {
+  lt_tensor *t = NULL;
+  CHECK(lt_from_buffer(v, LT_INT64, &n, 1, LT_INT64, lt_cpu(), &t) == LT_OK);
+  return t;
+}
+
+static void test_note_and_within(void) {
+  const int64_t v[] = {3, 0, 7, 2};
+  lt_tensor *t = int64_vector(v, 4);
+  CHECK(!lt_known_range_within(t, 0, 9)); /* nothing noted yet */
+  lt_known_range_scan(t, lt_data(t), 4);
+  CHECK(lt_known_range_within(t, 0, 9));
+  CHECK(lt_known_range_within(t, 0, 7));
+  CHECK(!lt_known_range_within(t, 0, 6)); /* 7 would be out */
+  CHECK(!lt_known_range_within(t, 1, 9)); /* 0 would be out */
+  lt_tensor_release(t);
+}
+
+static void test_partial_views_note_nothing(void) {
+  const int64_t v[] = {3, 0, 7, 2};
+  lt_tensor *t = int64_vector(v, 4), *part = NULL;
+  CHECK(lt_narrow(t, 0, 1, 2, &part) == LT_OK);
+  /* part's values say nothing of the storage's other elements */
+  lt_known_range_scan(part, lt_data(part), 2);
+  CHECK(!lt_known_range_within(t, -100, 100));
+  /* a whole-storage note holds for every view of it */
+  lt_known_range_note(t, 0, 7);
+  CHECK(lt_known_range_within(part, 0, 7));
+  lt_tensor_release(part);
+  lt_tensor_release(t);
+}
+
+static void test_writes_invalidate(void) {
+  const int64_t v[] = {1, 2, 3};
+  lt_tensor *t = int64_vector(v, 3);
+  lt_known_range_note(t, 1, 3);
+  CHECK(lt_fill_(t, 50.0) == LT_OK); /* an in-place write bumps the version */
+  CHECK(!lt_known_range_within(t, 1, 3));
+  CHECK(!lt_known_range_within(t, -1000, 1000)); /* unknown, not merely wider */
+  lt_tensor_release(t);
+}
+
+static void test_copies_and_gathers_inherit(void) {
+  const int64_t v[] = {4, 9, 5, 6};
+  lt_tensor *t = int64_vector(v, 4), *c = NULL, *g = NULL, *idx = NULL, *f = NULL;
+  lt_known_range_note(t, 4, 9);
+  CHECK(lt_clone(t, &c) == LT_OK);
+  CHECK(lt_known_range_within(c, 4, 9));
+  const int64_t rows[] = {2, 2};
+  idx = int64_vector(rows, 2);
+  CHECK(lt_index_select(t, 0, idx, 1, &g) == LT_OK);
+  CHECK_EQ_INT(((int64_t *)lt_data(g))[0], 9);
+  CHECK(lt_known_range_within(g, 4, 9)); /* a gather keeps the source's range */
+  /* a float copy is not an index: no range */
+  CHECK(lt_to_dtype(t, LT_FLOAT32, false, &f) == LT_OK);
+  CHECK(!f->storage->range_known);
+  /* the source's write does not reach the copies' own storages */
+  CHECK(lt_fill_(t, 0.0) == LT_OK);
+  CHECK(lt_known_range_within(c, 4, 9));
+  lt_tensor *ts[] = {t, c, g, idx, f};
+  release_all(ts, 5);
+}
+
+int main(void) {
+  const size_t before = allocated_bytes();
+  test_note_and_within();
+  test_partial_views_note_nothing();
+  test_writes_invalidate();
+  test_copies_and_gathers_inherit();
+  CHECK_EQ_INT(allocated_bytes(), before);
+  return check_summary("test_known_range");
+}
