@@ -6,7 +6,9 @@
  * already on the device): the host saw every element on the way, so the
  * storage keeps their least and greatest value, valid until the next
  * in-place write bumps its version (every writer bumps it, as autograd
- * requires). A check whose range holds then reads nothing from the device. */
+ * requires). An op that knows bounds of what it wrote notes them too
+ * (max_pool2d's indices lie in their input plane). A check whose range holds
+ * then reads nothing. */
 #ifndef LT_CORE_KNOWN_RANGE_H
 #define LT_CORE_KNOWN_RANGE_H
 
@@ -15,8 +17,9 @@
 
 #include "lt/tensor.h"
 
-/* Notes that every element of t's storage lies in [lo, hi]. Ignored unless t
- * is int64 and covers its whole storage contiguously. */
+/* Notes that every element of t's storage lies in [lo, hi] (bounds, not
+ * necessarily reached). Ignored unless t is int64 and covers its whole
+ * storage contiguously. */
 void lt_known_range_note(const lt_tensor *t, int64_t lo, int64_t hi);
 
 /* True when t (int64) is known, without reading it, to hold only values in

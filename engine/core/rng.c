@@ -15,6 +15,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "core/known_range.h"
 #include "core/philox.h"
 #include "lt/ops.h"
 #include "lt/threads.h"
@@ -360,7 +361,10 @@ lt_status lt_randint_(lt_tensor *t, int64_t low, int64_t high) {
   /* high - low + 1 in unsigned arithmetic; 0 when the range is all of int64. */
   uint64_t span = (uint64_t)high - (uint64_t)low + 1u;
   fill_job job = {.kind = DIST_RANDINT, .per_block = 2, .low = low, .span = span};
-  return fill(op, t, &job);
+  LT_TRY(fill(op, t, &job));
+  /* Random labels made on a device are range-checked without reading them. */
+  lt_known_range_note(t, low, high);
+  return LT_OK;
 }
 
 lt_status lt_bernoulli_(lt_tensor *t, double p) {

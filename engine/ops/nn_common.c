@@ -144,10 +144,10 @@ lt_status nn_backend(const char *op, lt_device dev, const lt_nn_backend **out) {
 
 lt_status nn_check_index_range(const char *op, const lt_tensor *idx, int64_t n, int64_t base,
                                bool has_ignore, int64_t ignore_index, nn_index_error_fn describe) {
-  /* A range the host already saw (core/known_range.h) settles it without
-   * reading the device: this is the common case of labels moved with :to. */
+  /* A known range (core/known_range.h) settles it without reading the
+   * indices: labels moved to a device with :to, indices an op produced. */
   const bool on_device = idx->storage->device.type != LT_DEVICE_CPU;
-  if (on_device && n > 0 && lt_known_range_within(idx, base, base + (n - 1))) return LT_OK;
+  if (n > 0 && lt_known_range_within(idx, base, base + (n - 1))) return LT_OK;
   /* Otherwise indices on another device are read through a host copy: a bad
    * label must be an error, never an out-of-bounds access in a kernel. */
   lt_tensor *host = NULL;

@@ -3,6 +3,7 @@
  * [N, C, H, W] or [C, H, W]. */
 #include <string.h>
 
+#include "core/known_range.h"
 #include "ops/nn_internal.h"
 
 lt_pool2d_opts lt_pool2d_default_opts(int64_t kh, int64_t kw) {
@@ -106,6 +107,10 @@ static lt_status max_pool2d_forward(const lt_tensor *x, const lt_pool2d_opts *op
     plane_view(&iv, idx, planes);
     st = be->max_pool2d(&rv, &iv, &xv, &o);
   }
+  /* Every index points into its input plane: noted, so that the backward's
+   * check of these indices reads none of them (core/known_range.h). */
+  if (st == LT_OK && planes > 0)
+    lt_known_range_note(idx, 0, x->shape[x->ndim - 2] * x->shape[x->ndim - 1] - 1);
   if (st == LT_OK) st = nn_deliver(r, x->dtype, out);
   if (st == LT_OK) {
     lt_tensor_retain(idx);

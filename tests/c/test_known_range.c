@@ -71,12 +71,45 @@ static void test_copies_and_gathers_inherit(void) {
   release_all(ts, 5);
 }
 
+/* max_pool2d's indices are bounded by the input plane: the backward skips
+ * reading them, until a write makes them unknown and a bad one is caught. */
+static void test_pool_indices(void) {
+  int64_t shape[] = {1, 2, 4, 4};
+  lt_tensor *x = NULL, *out = NULL, *idx = NULL, *gx = NULL;
+  CHECK(lt_empty(shape, 4, LT_FLOAT32, lt_cpu(), &x) == LT_OK);
+  CHECK(lt_normal_(x, 0.0, 1.0) == LT_OK);
+  const lt_pool2d_opts o = lt_pool2d_default_opts(2, 2);
+  CHECK(lt_max_pool2d(x, &o, &out, &idx) == LT_OK);
+  CHECK(lt_known_range_within(idx, 0, 15));
+  CHECK(!lt_known_range_within(idx, 0, 14));
+  CHECK(lt_max_pool2d_backward(out, idx, shape, 4, &gx) == LT_OK);
+  lt_tensor_release(gx);
+  gx = NULL;
+  CHECK(lt_fill_(idx, 16.0) == LT_OK);
+  CHECK(lt_max_pool2d_backward(out, idx, shape, 4, &gx) == LT_ERR_INDEX && gx == NULL);
+  lt_tensor *ts[] = {x, out, idx};
+  release_all(ts, 3);
+}
+
+/* randint_ knows the bounds it drew from. */
+static void test_randint_bounds(void) {
+  int64_t n = 100;
+  lt_tensor *t = NULL;
+  CHECK(lt_empty(&n, 1, LT_INT64, lt_cpu(), &t) == LT_OK);
+  CHECK(lt_randint_(t, 1, 10) == LT_OK);
+  CHECK(lt_known_range_within(t, 1, 10));
+  CHECK(!lt_known_range_within(t, 1, 9));
+  lt_tensor_release(t);
+}
+
 int main(void) {
   const size_t before = allocated_bytes();
   test_note_and_within();
   test_partial_views_note_nothing();
   test_writes_invalidate();
   test_copies_and_gathers_inherit();
+  test_pool_indices();
+  test_randint_bounds();
   CHECK_EQ_INT(allocated_bytes(), before);
   return check_summary("test_known_range");
 }

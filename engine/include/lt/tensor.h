@@ -32,9 +32,10 @@ typedef struct lt_storage {
   void *pending_copy; /* a device backend's marker (a CUDA event) of an
                          asynchronous copy still reading or writing these
                          bytes; the release waits for it. NULL if none */
-  /* The least and greatest element of an int64 storage, noted when the host
-   * saw every element (core/known_range.h), so that range checks of indices
-   * on a device need no copy to the host. Valid while version is
+  /* Bounds of an int64 storage's elements (each lies in [range_min,
+   * range_max]), noted when the host saw every element or an op knows what
+   * it wrote (core/known_range.h), so that range checks of indices need not
+   * read them (on a device: no copy to the host). Valid while version is
    * range_version. */
   bool range_known;
   int64_t range_min, range_max;
