@@ -68,10 +68,12 @@ const void *cuda_cudnn_zero(bool f64) { return f64 ? (const void *)&zero_d : (co
 // overflowing: each dim is at most INT_MAX, so the plain product could wrap).
 static bool dims_fit_int(int64_t a, int64_t b, int64_t c, int64_t d) {
   const int64_t v[4] = {a, b, c, d};
-  for (int i = 0; i < 4; i++) {
+  // Every dim first: returning at the first 0 would let a later dim above
+  // INT_MAX through to the (int) casts of set4d.
+  for (int i = 0; i < 4; i++)
     if (!cuda_cudnn_fits_int(v[i])) return false;
+  for (int i = 0; i < 4; i++)
     if (v[i] == 0) return true; // an empty tensor: the product is 0
-  }
   int64_t p = 1;
   for (int i = 0; i < 4; i++) {
     if (p > 0x7fffffffLL / v[i]) return false;
@@ -125,6 +127,10 @@ static size_t workspace_limit = (size_t)1 << 30;
 static void read_workspace_limit(void) {
   const char *s = getenv("LT_CUDNN_WORKSPACE_LIMIT");
   if (!s || !*s) return;
+  // Digits only: strtoull skips leading blanks, so " -1" would pass the
+  // s[0] != '-' test below and wrap to the largest value (no limit).
+  for (const char *p = s; *p; p++)
+    if (*p < '0' || *p > '9') return;
   char *end = NULL;
   errno = 0;
   const unsigned long long v = strtoull(s, &end, 10);

@@ -63,7 +63,9 @@ extern "C" lt_status lt_cuda_set_device(int index) {
 extern "C" lt_status lt_cuda_synchronize(void) {
   if (!lt_cuda_is_available()) return LT_OK;
   cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); // reported here, not again by the next launch check
     return lt_error(LT_ERR_DEVICE, "cuda.synchronize: cudaDeviceSynchronize: %s", cudaGetErrorString(e));
+  }
   return LT_OK;
 }

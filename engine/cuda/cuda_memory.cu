@@ -55,10 +55,18 @@ static void *cuda_raw_alloc(void *ctx, int index, size_t nbytes) {
   return ptr;
 }
 
+// The allocator's hooks have no launch check of their own: a failed switch
+// that the guard left pending would be reported later by an unrelated op's
+// launch check, under that kernel's name. Kept here instead, and cleared.
+static void clear_guard_error(const cuda_device_guard &guard, int index) {
+  if (guard.error != cudaSuccess) (void)call_failed(guard.error_call, index, guard.error);
+}
+
 static void cuda_raw_free(void *ctx, int index, void *ptr, size_t nbytes) {
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
+  clear_guard_error(guard, index);
   // cudaFree synchronises the device, so no kernel still uses the segment.
   cudaError_t e = cudaFree(ptr);
   if (e != cudaSuccess) {
@@ -119,6 +127,7 @@ static bool cuda_event_done(void *ctx, int index, void *event) {
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
+  clear_guard_error(guard, index);
   const cudaError_t e = cudaEventQuery((cudaEvent_t)event);
   if (e == cudaSuccess) return true;
   (void)cudaGetLastError(); // "not ready" must not reach the next launch check
@@ -135,6 +144,7 @@ static void cuda_event_wait(void *ctx, int index, void *event) {
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
+  clear_guard_error(guard, index);
   (void)call_failed("cudaEventSynchronize", index, cudaEventSynchronize((cudaEvent_t)event));
 }
 
@@ -142,6 +152,7 @@ static void cuda_event_free(void *ctx, int index, void *event) {
   (void)ctx;
   lt_device dev = {LT_DEVICE_CUDA, (signed char)index};
   cuda_device_guard guard(dev);
+  clear_guard_error(guard, index);
   (void)call_failed("cudaEventDestroy", index, cudaEventDestroy((cudaEvent_t)event));
 }
 

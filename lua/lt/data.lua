@@ -172,11 +172,26 @@ function DataLoader:order(k)
   return core.randperm(self.size)
 end
 
+-- The one device every dataset tensor is on, or nil when they are on the CPU
+-- or on several.
+local function common_device(tensors)
+  local dev = tensors[1].device
+  for i = 2, #tensors do
+    if tensors[i].device ~= dev then return nil end
+  end
+  return dev ~= "cpu" and dev or nil
+end
+
 --- Iterates the next epoch (1 first, then 2, ...: each call moves on).
 function DataLoader:iter()
   local epoch = self._next_epoch
   self._next_epoch = epoch + 1
   local order, tensors, names = self:order(epoch), self._tensors, self._names
+  -- A dataset on a device gets its order there once per epoch: each batch's
+  -- gather then reads its indices on the device, and their range is known
+  -- from the copy, so no batch touches the host.
+  local dev = common_device(tensors)
+  if dev then order = order:to(dev) end
   local batches, batch_size, size = #self, self.batch_size, self.size
   local b = 0
   return function()

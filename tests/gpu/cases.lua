@@ -323,7 +323,9 @@ local function add_optim(add, dtype)
       end
       local function run(dev)
         local params = {}
-        for i, p in ipairs(base) do params[i] = p:to(dev):requires_grad_(true) end
+        -- A copy on each device: p:to("cpu") is p itself, and the CPU run's
+        -- steps would otherwise move the CUDA run's starting point.
+        for i, p in ipairs(base) do params[i] = p:clone():to(dev):requires_grad_(true) end
         local o = kind == "SGD" and lt.optim.SGD(params, {lr = 0.1, momentum = 0.9, nesterov = true})
           or lt.optim[kind](params, {lr = 0.01, weight_decay = 0.01})
         for s = 1, 3 do
@@ -375,7 +377,7 @@ function cases.run(opts)
 end
 
 function cases.format(row)
-  return string.format("%-22s %-9s %-14s %12s %s", row.op, row.dtype, row.shape,
+  return string.format("%-32s %-9s %-14s %12s %s", row.op, row.dtype, row.shape,
     row.error and string.format("%.3e", row.error) or "-",
     row.pass and "ok" or ("FAIL" .. (row.message and (": " .. row.message) or "")))
 end

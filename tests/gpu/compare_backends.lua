@@ -18,7 +18,7 @@ end
 local cases = dofile("tests/gpu/cases.lua")
 if side_stream then lt.cuda.set_stream(lt.cuda.Stream()) end
 local rows, failures = cases.run()
-print(string.format("%-22s %-9s %-14s %12s %s", "op", "dtype", "shape", "max error", "ok"))
+print(string.format("%-32s %-9s %-14s %12s %s", "op", "dtype", "shape", "max error", "ok"))
 for _, r in ipairs(rows) do print(cases.format(r)) end
 print(string.format("%d cases, %d failed", #rows, failures))
 os.exit(failures == 0 and 0 or 1)
