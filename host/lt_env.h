@@ -18,8 +18,10 @@ int lt_env_set_threads(lua_State *L, int threads);
 int lt_env_set_device(lua_State *L, const char *device);
 
 /* --memory-report: whether lt.memory.report exists (checked before the run, so a long run
- * does not end without its report), and the call itself once the run is over. */
+ * does not end without its report), recording started before the script (so that the page
+ * has a timeline), and the call itself once the run is over. */
 int lt_env_check_memory_report(lua_State *L);
+int lt_env_start_memory_report(lua_State *L);
 int lt_env_write_memory_report(lua_State *L, const char *path);
 
 #endif

@@ -56,7 +56,7 @@ static int run_actions(lua_State *L, const lt_options *opts) {
 static int apply_lt_options(lua_State *L, const lt_options *opts) {
   if (opts->threads > 0 && !lt_env_set_threads(L, opts->threads)) return 0;
   if (opts->device != NULL && !lt_env_set_device(L, opts->device)) return 0;
-  if (opts->memory_report != NULL && !lt_env_check_memory_report(L)) return 0;
+  if (opts->memory_report != NULL && !lt_env_start_memory_report(L)) return 0;
   return 1;
 }
 

@@ -121,15 +121,28 @@ static void log_existing_blocks(lt_device_allocator *da) {
   pthread_mutex_unlock(&da->lock);
 }
 
+/* The recording running now was started by lt_memory_history_start_default. */
+static bool started_as_default;
+
+lt_status lt_memory_history_start_default(void) {
+  LT_TRY(lt_memory_history_start(0));
+  pthread_mutex_lock(&history_lock);
+  started_as_default = true;
+  pthread_mutex_unlock(&history_lock);
+  return LT_OK;
+}
+
 lt_status lt_memory_history_start(size_t limit) {
   if (limit == 0) limit = LT_HISTORY_DEFAULT_MAX_EVENTS;
   pthread_mutex_lock(&history_lock);
-  bool was_on = atomic_load(&lt_history_on);
-  max_events = limit < count ? count : limit;
+  bool was_on = atomic_load(&lt_history_on) && !started_as_default;
+  started_as_default = false;
   if (was_on) {
+    max_events = limit < count ? count : limit;
     pthread_mutex_unlock(&history_lock);
     return LT_OK;
   }
+  max_events = limit;
   count = 0;
   dropped = 0;
   first_id = next_id;
@@ -150,12 +163,14 @@ lt_status lt_memory_history_start(size_t limit) {
 void lt_memory_history_stop(void) {
   pthread_mutex_lock(&history_lock);
   atomic_store(&lt_history_on, false);
+  started_as_default = false;
   pthread_mutex_unlock(&history_lock);
 }
 
 void lt_memory_history_clear(void) {
   pthread_mutex_lock(&history_lock);
   atomic_store(&lt_history_on, false);
+  started_as_default = false;
   free(events);
   events = NULL;
   count = capacity = dropped = 0;

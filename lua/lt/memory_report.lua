@@ -158,7 +158,8 @@ local function notes(snapshot)
   local out = {}
   if #(snapshot.events or {}) == 0 then
     out[#out + 1] = '<p class="note">No timeline: nothing was recorded. Call <code>lt.memory.record(true)</code> ' ..
-      "at the start of the script to record every allocation, free and mark.</p>"
+      "at the start of the script (or run it with <code>lt --memory-report FILE</code>) to record " ..
+      "every allocation, free and mark.</p>"
   end
   if (snapshot.dropped or 0) > 0 then
     out[#out + 1] = string.format('<p class="note">The log was full at %d events: %d later events were ' ..

@@ -106,6 +106,21 @@ static void test_existing_blocks(void) {
   /* Starting again while recording keeps the log. */
   CHECK_EQ_INT(lt_memory_history_start(0), LT_OK);
   CHECK_EQ_INT(read_all(ev), 4);
+  /* A default recording (lt --memory-report) gives way to the next start:
+   * the log begins again there, with the live blocks as existing. */
+  lt_memory_history_stop();
+  lt_block *live = must_alloc(900, LT_CAT_OTHER);
+  CHECK_EQ_INT(lt_memory_history_start_default(), LT_OK);
+  lt_block *early = must_alloc(700, LT_CAT_OTHER);
+  lt_free(early);
+  CHECK_EQ_INT(read_all(ev), 3); /* live as existing, then early's alloc and free */
+  CHECK_EQ_INT(lt_memory_history_start(0), LT_OK);
+  CHECK(lt_memory_history_recording());
+  CHECK_EQ_INT(read_all(ev), 1); /* only live, as existing */
+  CHECK_EQ_INT(ev[0].kind, LT_EVENT_EXISTING);
+  CHECK_EQ_INT(lt_memory_history_start(0), LT_OK); /* now a script's own: kept */
+  CHECK_EQ_INT(read_all(ev), 1);
+  lt_free(live);
   lt_memory_history_clear();
   CHECK(!lt_memory_history_recording());
   CHECK_EQ_INT(read_all(ev), 0);

@@ -156,8 +156,15 @@ for c in parameter gradient optimizer activation other; do
 done
 check "the screenshot shows the five used category colours (> 300 pixels each)" '(( painted == 5 ))' "$colours"
 
-# ---- without a recording: still a page, with a note ----
-out=$("$LT" --memory-report "$TMP/plain.html" -e 'local t = lt.zeros(1000)' 2>"$TMP/stderr")
+# ---- --memory-report records from the start: a script without record(true) ----
+out=$("$LT" --memory-report "$TMP/flag.html" -e 'local t = lt.zeros(1000); lt.memory.mark("made")' 2>"$TMP/stderr")
+status=$?
+flag_dom=$(browse --dump-dom "file://$TMP/flag.html")
+check "--memory-report alone gives a timeline (no record(true) in the script)" \
+  '[[ $status == 0 && $flag_dom == *"<svg"* && $flag_dom == *"data-label=\"made\""* ]]'
+
+# ---- lt.memory.report without a recording: still a page, with a note ----
+out=$("$LT" -e "local t = lt.zeros(1000); lt.memory.report('$TMP/plain.html')" 2>"$TMP/stderr")
 status=$?
 plain=$(cat "$TMP/plain.html" 2>/dev/null)
 check "without record(true) the page says how to get a timeline" \

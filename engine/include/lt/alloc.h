@@ -195,8 +195,13 @@ typedef struct lt_memory_history_info {
 #define LT_HISTORY_DEFAULT_MAX_EVENTS ((size_t)1 << 20)
 
 /* Starts a fresh log (clearing the previous one) holding at most max_events
- * (0: the default). Already recording: only max_events changes. */
+ * (0: the default). Already recording: only max_events changes, unless the
+ * recording was started as a default (below), which is then replaced by a
+ * fresh log. */
 lt_status lt_memory_history_start(size_t max_events);
+/* Starts recording as a default (lt --memory-report): a script's own later
+ * start begins a fresh log there, where it asked for one. */
+lt_status lt_memory_history_start_default(void);
 /* Stops appending; the log stays readable. */
 void lt_memory_history_stop(void);
 /* Drops the log (and stops recording). */
