@@ -82,7 +82,7 @@ describe("the simulated CUDA slot", function()
     end
   end)
 
-  it("a training step on the device does nothing on the host", function()
+  it("a training step on the device (scaler, unscale_, clipping) does nothing on the host", function()
     local model = mlp():to("cuda")
     local opt = lt.optim.Adam(model:parameters(), {lr = 1e-3})
     local x, y = lt.randn(16, 20):to("cuda"), lt.randint(1, 5, {16}):to("cuda")
@@ -92,6 +92,8 @@ describe("the simulated CUDA slot", function()
       local loss = lt.autocast({device_type = "cuda", dtype = "float16"},
         function() return F.cross_entropy(model(x), y) end)
       scaler:scale(loss):backward()
+      scaler:unscale_(opt)
+      nn.utils.clip_grad_norm_(model:parameters(), 1.0)
       scaler:step(opt)
       scaler:update()
     end

@@ -1,5 +1,5 @@
 -- lt.nn: modules (nn.Module and the layers), nn.Parameter, nn.init (weight
--- initialisation) and nn.functional (loaded on first use, so that the module
+-- initialisation), nn.utils (gradient clipping) and nn.functional (loaded on first use, so that the module
 -- system does not depend on it being loadable).
 local Module = require "lt.nn.module"
 
@@ -9,6 +9,7 @@ local nn = {
   is_parameter = Module.is_parameter,
   is_module = Module.is_module,
   init = require "lt.nn.initializers",
+  utils = require "lt.nn.utils",
 }
 
 for _, family in ipairs { "linear", "conv", "norm", "activation", "pooling", "dropout", "flatten",

@@ -1,0 +1,105 @@
+-- nn.utils: gradient clipping, as torch.nn.utils.
+--   nn.utils.clip_grad_norm_(parameters, max_norm, {norm_type = 2, error_if_nonfinite = false})
+--   nn.utils.clip_grad_value_(parameters, clip_value)
+-- parameters: one tensor or a table of them (a module's :parameters());
+-- those without a gradient are skipped. Gradients are scaled in place on
+-- their own devices, with no copy to the host (the total norm stays a
+-- tensor), so a training step that clips does not wait for the device;
+-- with a GradScaler, call scaler:unscale_(opt) first.
+local core = require "lt.core"
+local options = require "lt.nn.options"
+local raise = require "lt.user_error"
+
+local utils = {}
+
+-- The gradients of parameters (a tensor or a table of tensors).
+local function gradients(name, parameters)
+  if core.is_tensor(parameters) then parameters = { parameters } end
+  if type(parameters) ~= "table" then
+    raise(string.format("%s: expected a tensor or a table of tensors, got %s", name, type(parameters)))
+  end
+  local grads = {}
+  for i, p in ipairs(parameters) do
+    if not core.is_tensor(p) then
+      raise(string.format("%s: parameter %d is a %s, not a tensor", name, i, type(p)))
+    end
+    if p.grad ~= nil then grads[#grads + 1] = p.grad end
+  end
+  return grads
+end
+
+local function finite_number(name, what, v)
+  if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
+    raise(string.format("%s: %s must be a finite number, got %s", name, what, tostring(v)))
+  end
+  return v
+end
+
+-- A norm order: a positive number or math.huge (inf), as torch's norm_type.
+local function norm_order(name, v)
+  if type(v) ~= "number" or not (v > 0) then
+    raise(string.format("%s: norm_type must be a positive number or math.huge, got %s", name, tostring(v)))
+  end
+  return v
+end
+
+-- The p-norm of one gradient, a 0-dim tensor on its device.
+local function tensor_norm(g, p)
+  local a = g:abs()
+  if p == math.huge then return a:max() end
+  if p == 2 then return (g * g):sum():sqrt() end
+  if p == 1 then return a:sum() end
+  return a:pow(p):sum():pow(1 / p)
+end
+
+--- Scales every gradient by max_norm / (total norm + 1e-6) when that is below
+--- one; returns the total norm (the norm of the gradients' norms, a 0-dim
+--- tensor on the first gradient's device), as torch.nn.utils.clip_grad_norm_.
+function utils.clip_grad_norm_(parameters, max_norm, opts)
+  local name = "clip_grad_norm_"
+  max_norm = finite_number(name, "max_norm", max_norm)
+  local o = options.read(name, opts, { norm_type = 2, error_if_nonfinite = false })
+  local p = norm_order(name, o.norm_type)
+  if type(o.error_if_nonfinite) ~= "boolean" then
+    raise(name .. ": error_if_nonfinite must be a boolean, got " .. type(o.error_if_nonfinite))
+  end
+  local grads = gradients(name, parameters)
+  if #grads == 0 then return core.tensor(0.0) end
+  return core.no_grad(function()
+    local device = grads[1].device
+    local total
+    for _, g in ipairs(grads) do
+      local n = tensor_norm(g, p):to(device)
+      if p == math.huge then
+        total = total and core.where(n:gt(total), n, total) or n
+      else
+        n = p == 1 and n or n:pow(p)
+        total = total and total + n or n
+      end
+    end
+    if p ~= math.huge and p ~= 1 then total = total:pow(1 / p) end
+    if o.error_if_nonfinite then
+      local v = total:item() -- the one host read, asked for by the option
+      if v ~= v or v == math.huge then
+        raise(string.format("%s: the total norm of order %s of the gradients is non-finite (%s), "
+          .. "so it cannot be clipped; pass error_if_nonfinite=false to scale by it anyway",
+          name, tostring(p), v ~= v and "nan" or "inf"))
+      end
+    end
+    local coef = (max_norm / (total + 1e-6)):clamp(nil, 1.0)
+    for _, g in ipairs(grads) do g:mul_(g.device == device and coef or coef:to(g.device)) end
+    return total
+  end)
+end
+
+--- Clamps every gradient to [-clip_value, clip_value] in place.
+function utils.clip_grad_value_(parameters, clip_value)
+  local name = "clip_grad_value_"
+  clip_value = finite_number(name, "clip_value", clip_value)
+  local grads = gradients(name, parameters)
+  core.no_grad(function()
+    for _, g in ipairs(grads) do g:clamp_(-clip_value, clip_value) end
+  end)
+end
+
+return utils
