@@ -5,7 +5,7 @@
 local lt = require "lt"
 
 local function make_pool()
-  return {
+  local pool = {
     function() return lt.ones(2, 3) end, function() return lt.randn(2, 3, 4) end,
     function() return lt.randn(4, 3, 5, 5) end, function() return lt.zeros(3) end,
     function() return lt.tensor({1, 2, 3}, {dtype = "int64"}) end,
@@ -17,6 +17,28 @@ local function make_pool()
     function() return lt.ones(2, 3, {dtype = "float64"}) end,
     function() return lt.ones(6):narrow(1, 2, 3) end, function() return lt.ones(3, 1):expand(3, 4) end,
   }
+  -- With CUDA (a GPU, or tests/simdev's simulated slot): tensors on each
+  -- device too, so that every op meets mixed devices.
+  if lt.cuda.is_available() then
+    for d = 0, math.min(lt.cuda.device_count(), 2) - 1 do
+      local dev = "cuda:" .. d
+      pool[#pool + 1] = function() return lt.randn(2, 3):to(dev) end
+      pool[#pool + 1] = function() return lt.randn(4, 3, 5, 5):to(dev) end
+      pool[#pool + 1] = function() return lt.tensor({1, 2, 3}, {dtype = "int64"}):to(dev) end
+      pool[#pool + 1] = function() return lt.ones(2, 3, {requires_grad = true}):to(dev) end
+      pool[#pool + 1] = function() return lt.ones(2, 3):half():to(dev) end
+    end
+  end
+  return pool
+end
+
+-- Bytes allocated on every device (the CPU's and each CUDA device's).
+local function allocated_everywhere()
+  local total = lt.memory.allocated("cpu")
+  if lt.cuda.is_available() then
+    for d = 0, lt.cuda.device_count() - 1 do total = total + lt.memory.allocated("cuda:" .. d) end
+  end
+  return total
 end
 
 local SCALARS = {0, 1, -1, 2, 3, 1.5, -7, 1e300, -1e300, 0 / 0, math.huge, -math.huge,
@@ -55,13 +77,13 @@ end
 -- back where they were once garbage is collected.
 local function without_leaks(one_call)
   lt.gc()
-  local before = lt.memory.allocated()
+  local before = allocated_everywhere()
   for seed = 1, 3 do
     math.randomseed(seed)
     for _ = 1, 1500 do one_call() end
   end
   lt.gc()
-  assert.equal(before, lt.memory.allocated())
+  assert.equal(before, allocated_everywhere())
 end
 
 -- Writes files or changes global state the other calls would see.
