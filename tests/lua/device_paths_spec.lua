@@ -1,12 +1,24 @@
--- Device paths on the simulated CUDA slot (tests/simdev/sim_cuda.c: two
--- "cuda" devices running the CPU's kernels). The kernels being the CPU's,
--- every result must equal the CPU's exactly, and anything that reaches the
--- host shows as allocations on the CPU device: so these check the plumbing
--- a GPU run depends on (moves, copies between devices, optimizer state,
--- autocast and the scaler, data loading) without a GPU.
---   LT_SIM_CUDA_DEVICES=2 busted --lua=build-sanitize/lt_simdev tests/simdev/simdev_spec.lua
+-- Device paths: the plumbing a GPU run depends on (moves, copies between
+-- devices, optimizer state, autocast and the scaler, clipping, data loading),
+-- checked on a CUDA device. On the simulated slot (tests/simdev/sim_cuda.c:
+-- two "cuda" devices running the CPU's kernels) every result must equal the
+-- CPU's exactly; on a GPU, within float32 rounding (bfloat16 for autocast).
+-- Anything that reaches the host shows as allocations on the CPU device.
+-- Without a device the spec is pending.
+--   LT_SIM_CUDA_DEVICES=2 busted --lua=build-sanitize/lt_simdev tests/lua/device_paths_spec.lua
 local lt = require "lt"
 local nn, F = lt.nn, lt.nn.functional
+
+local simulated = os.getenv("LT_SIM_CUDA_DEVICES") ~= nil
+
+-- max |got - want| relative to want's largest magnitude (at least 1) must be
+-- 0 on the simulated slot, and at most tol on a GPU.
+local function assert_close(want, got, tol)
+  local e = (got:detach():cpu():double() - want:detach():double()):abs():max():item()
+  local scale = math.max(1, want:detach():double():abs():max():item())
+  local limit = simulated and 0 or tol
+  assert(e / scale <= limit, string.format("off by %.3g (relative), allowed %.3g", e / scale, limit))
+end
 
 -- Allocations fn makes on the CPU device (host copies, host-side state).
 local function cpu_allocations(fn)
@@ -44,24 +56,31 @@ local function trained(dev, make_opt, steps, amp)
   return model:parameters(), opt
 end
 
-describe("the simulated CUDA slot", function()
-  it("has two devices", function()
-    assert.is_true(lt.cuda.is_available())
-    assert.equal(2, lt.cuda.device_count())
-  end)
+describe("device paths", function()
+  if not lt.cuda.is_available() then
+    pending("skipped: no CUDA device (or run under lt_simdev)")
+    return
+  end
+  local devices = lt.cuda.device_count() > 1 and {"cuda", "cuda:1"} or {"cuda"}
+
+  if simulated then
+    it("the simulated slot has the devices asked for", function()
+      assert.equal(tonumber(os.getenv("LT_SIM_CUDA_DEVICES")), lt.cuda.device_count())
+    end)
+  end
 
   for _, c in ipairs {
     {"SGD with momentum", function(p) return lt.optim.SGD(p, {lr = 0.1, momentum = 0.9}) end},
     {"Adam", function(p) return lt.optim.Adam(p, {lr = 1e-2}) end},
     {"AdamW, amsgrad", function(p) return lt.optim.AdamW(p, {lr = 1e-2, amsgrad = true}) end},
   } do
-    for _, dev in ipairs {"cuda", "cuda:1"} do
-      it(c[1] .. " on " .. dev .. " gives the CPU's parameters exactly", function()
+    for _, dev in ipairs(devices) do
+      it(c[1] .. " on " .. dev .. " gives the CPU's parameters", function()
         local want = trained("cpu", c[2], 4)
         local got, opt = trained(dev, c[2], 4)
         for i, p in ipairs(got) do
           assert.equal(dev == "cuda" and "cuda:0" or dev, p.device)
-          assert.equal(0, (p:detach():cpu() - want[i]:detach()):abs():max():item())
+          assert_close(want[i], p, 1e-4)
         end
         -- the optimizer's state lives beside its parameters
         for _, state in pairs(opt.state) do
@@ -77,9 +96,7 @@ describe("the simulated CUDA slot", function()
     local make = function(p) return lt.optim.Adam(p, {lr = 1e-2}) end
     local want = trained("cpu", make, 3, true)
     local got = trained("cuda", make, 3, true)
-    for i, p in ipairs(got) do
-      assert.equal(0, (p:detach():cpu() - want[i]:detach()):abs():max():item())
-    end
+    for i, p in ipairs(got) do assert_close(want[i], p, 2e-2) end
   end)
 
   it("a training step on the device (scaler, unscale_, clipping) does nothing on the host", function()
@@ -126,7 +143,8 @@ describe("the simulated CUDA slot", function()
     assert.equal(0, (yd:cpu() - yc):abs():max():item())
   end)
 
-  it("copies between the two devices keep values, and labels keep their range", function()
+  it("copies between two devices keep values, and labels keep their range", function()
+    if lt.cuda.device_count() < 2 then return end
     local t = lt.randn(5, 7)
     local a = t:to("cuda:0")
     local b = a:to("cuda:1")
@@ -142,6 +160,7 @@ describe("the simulated CUDA slot", function()
   end)
 
   it("each device keeps its own memory statistics", function()
+    if lt.cuda.device_count() < 2 then return end
     lt.gc()
     local before0, before1 = lt.memory.allocated("cuda:0"), lt.memory.allocated("cuda:1")
     local t = lt.empty({1024, 256}, {device = "cuda:1"})
