@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/backend.h"
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/cpu_iter.h"
 #include "cpu/cpu_kernels.h"
@@ -200,7 +201,7 @@ static void compare_double(lt_binary_op op, const double *a, int64_t sa, const d
 /* Buffers of the widest kind (8 bytes), aligned for any of them. */
 typedef union kind_buf { double d[CPU_BUF]; int64_t i[CPU_BUF]; float f[CPU_BUF]; } kind_buf;
 
-static void binary_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
+LT_CPU_CLONES static void binary_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   const binary_ctx *c = vctx;
   kind_buf abuf, bbuf, obuf;
   const size_t esize = cpu_kind_size(c->kind);

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "core/backend.h"
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/cpu_iter.h"
 #include "cpu/cpu_kernels.h"
@@ -37,7 +38,7 @@ static void same_dtype_loop(void *vctx, char **p, const int64_t *st, int64_t n) 
   }
 }
 
-static void convert_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
+LT_CPU_CLONES static void convert_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   const copy_ctx *c = vctx;
   kind_buf buf;
   for (int64_t off = 0; off < n; off += CPU_BUF) {
@@ -168,7 +169,7 @@ static bool where_direct(const where_ctx *c, const int64_t *st) {
          (st[2] == 0 || st[2] == es) && (st[3] == 0 || st[3] == es);
 }
 
-static void where_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
+LT_CPU_CLONES static void where_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   const where_ctx *c = vctx;
   if (where_direct(c, st)) {
     const unsigned char *cond = (const unsigned char *)p[1];

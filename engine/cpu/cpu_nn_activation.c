@@ -3,6 +3,7 @@
  * of dropout. Contiguous operands, split in chunks over the thread pool. */
 #include <math.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "lt/threads.h"
 
@@ -43,7 +44,7 @@ NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, bool f64) {
   for (int64_t i = i0; i < i1; i++) nn_st(j->out, i, f64, gelu_value(nn_ld(j->x, i, f64), j->approx));
 }
 
-static void gelu_range(void *ctx, int64_t i0, int64_t i1) {
+LT_CPU_CLONES static void gelu_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
   if (j->f64)
     gelu_impl(j, i0, i1, true);
@@ -63,7 +64,7 @@ NN_INLINE void gelu_backward_impl(const act_job *j, int64_t i0, int64_t i1, bool
           nn_ld(j->go, i, f64) * gelu_derivative(nn_ld(j->x, i, f64), j->approx));
 }
 
-static void gelu_backward_range(void *ctx, int64_t i0, int64_t i1) {
+LT_CPU_CLONES static void gelu_backward_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
   if (j->f64)
     gelu_backward_impl(j, i0, i1, true);
@@ -84,7 +85,7 @@ NN_INLINE void masked_scale_impl(const act_job *j, int64_t i0, int64_t i1, bool 
     nn_st(j->out, i, f64, j->mask[i] ? nn_ld(j->x, i, f64) * j->scale : 0.0);
 }
 
-static void masked_scale_range(void *ctx, int64_t i0, int64_t i1) {
+LT_CPU_CLONES static void masked_scale_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
   if (j->f64)
     masked_scale_impl(j, i0, i1, true);

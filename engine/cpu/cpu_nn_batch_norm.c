@@ -5,6 +5,7 @@
  * avoids the cancellation of E[x^2] - E[x]^2. */
 #include <math.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "lt/threads.h"
 
@@ -119,7 +120,7 @@ NN_INLINE void bn_forward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64
   }
 }
 
-static void bn_forward_range(void *ctx, int64_t c0, int64_t c1) {
+LT_CPU_CLONES static void bn_forward_range(void *ctx, int64_t c0, int64_t c1) {
   const bn_job *j = ctx;
   if (j->f64)
     bn_forward_impl(j, c0, c1, true);
@@ -213,7 +214,7 @@ NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f6
   }
 }
 
-static void bn_backward_range(void *ctx, int64_t c0, int64_t c1) {
+LT_CPU_CLONES static void bn_backward_range(void *ctx, int64_t c0, int64_t c1) {
   const bn_job *j = ctx;
   if (j->f64)
     bn_backward_impl(j, c0, c1, true);

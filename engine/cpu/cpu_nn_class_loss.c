@@ -14,6 +14,7 @@
  * so results do not depend on the thread count. */
 #include <math.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "lt/threads.h"
 
@@ -97,7 +98,7 @@ NN_INLINE void forward_impl(class_job *j, int64_t b0, int64_t b1, bool f64) {
   }
 }
 
-static void forward_range(void *ctx, int64_t b0, int64_t b1) {
+LT_CPU_CLONES static void forward_range(void *ctx, int64_t b0, int64_t b1) {
   class_job *j = ctx;
   if (j->f64)
     forward_impl(j, b0, b1, true);
@@ -175,7 +176,7 @@ NN_INLINE void backward_impl(const class_job *j, int64_t e0, int64_t e1, bool f6
   }
 }
 
-static void backward_range(void *ctx, int64_t e0, int64_t e1) {
+LT_CPU_CLONES static void backward_range(void *ctx, int64_t e0, int64_t e1) {
   const class_job *j = ctx;
   if (j->f64)
     backward_impl(j, e0, e1, true);

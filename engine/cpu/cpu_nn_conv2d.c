@@ -17,6 +17,7 @@
  * image order, and the partials are added in block order. */
 #include <string.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "cpu/cpu_nn_im2col.h"
 #include "lt/threads.h"
@@ -220,7 +221,7 @@ NN_INLINE void bias_impl(const bias_job *j, int64_t o0, int64_t o1, bool f64) {
   }
 }
 
-static void bias_range(void *ctx, int64_t o0, int64_t o1) {
+LT_CPU_CLONES static void bias_range(void *ctx, int64_t o0, int64_t o1) {
   const bias_job *j = ctx;
   if (j->f64)
     bias_impl(j, o0, o1, true);
@@ -244,7 +245,7 @@ NN_INLINE void partial_sum_impl(const partial_sum_job *j, int64_t e0, int64_t e1
   }
 }
 
-static void partial_sum_range(void *ctx, int64_t e0, int64_t e1) {
+LT_CPU_CLONES static void partial_sum_range(void *ctx, int64_t e0, int64_t e1) {
   const partial_sum_job *j = ctx;
   if (j->f64)
     partial_sum_impl(j, e0, e1, true);

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 
 /* Output positions o in [0, out) whose input o * stride - pad + offset
@@ -154,7 +155,7 @@ static void im2col_same_width(const nn_window_geom *g, const void *image, void *
   }
 }
 
-void cpu_nn_im2col(const nn_window_geom *g, const void *image, void *cols, bool f64) {
+LT_CPU_CLONES void cpu_nn_im2col(const nn_window_geom *g, const void *image, void *cols, bool f64) {
   if (same_width_stride1(g))
     im2col_same_width(g, image, cols, f64 ? sizeof(double) : sizeof(float));
   else if (f64)
@@ -163,7 +164,7 @@ void cpu_nn_im2col(const nn_window_geom *g, const void *image, void *cols, bool 
     im2col_impl(g, image, cols, false);
 }
 
-void cpu_nn_col2im(const nn_window_geom *g, const void *cols, void *image, bool f64) {
+LT_CPU_CLONES void cpu_nn_col2im(const nn_window_geom *g, const void *cols, void *image, bool f64) {
   if (f64)
     col2im_impl(g, cols, image, true);
   else

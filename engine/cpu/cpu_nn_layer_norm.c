@@ -4,6 +4,7 @@
  * summed in row order whatever the thread count. */
 #include <math.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "lt/threads.h"
 
@@ -41,7 +42,7 @@ NN_INLINE void ln_forward_impl(const ln_job *j, int64_t r0, int64_t r1, bool f64
   }
 }
 
-static void ln_forward_range(void *ctx, int64_t r0, int64_t r1) {
+LT_CPU_CLONES static void ln_forward_range(void *ctx, int64_t r0, int64_t r1) {
   const ln_job *j = ctx;
   if (j->f64)
     ln_forward_impl(j, r0, r1, true);
@@ -86,7 +87,7 @@ NN_INLINE void ln_input_grad_impl(const ln_job *j, int64_t r0, int64_t r1, bool 
   }
 }
 
-static void ln_input_grad_range(void *ctx, int64_t r0, int64_t r1) {
+LT_CPU_CLONES static void ln_input_grad_range(void *ctx, int64_t r0, int64_t r1) {
   const ln_job *j = ctx;
   if (j->f64)
     ln_input_grad_impl(j, r0, r1, true);
@@ -116,7 +117,7 @@ NN_INLINE void ln_param_grad_impl(const ln_job *j, int64_t b0, int64_t b1, bool 
   }
 }
 
-static void ln_param_grad_range(void *ctx, int64_t b0, int64_t b1) {
+LT_CPU_CLONES static void ln_param_grad_range(void *ctx, int64_t b0, int64_t b1) {
   const ln_job *j = ctx;
   if (j->f64)
     ln_param_grad_impl(j, b0, b1, true);

@@ -4,6 +4,7 @@
  * (beta = 1). Backward is two GEMMs and a column sum. */
 #include <string.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "lt/threads.h"
 
@@ -44,7 +45,7 @@ NN_INLINE void colsum_impl(const colsum_job *j, int64_t b0, int64_t b1, bool f64
   }
 }
 
-static void colsum_range(void *ctx, int64_t b0, int64_t b1) {
+LT_CPU_CLONES static void colsum_range(void *ctx, int64_t b0, int64_t b1) {
   const colsum_job *j = ctx;
   if (j->f64)
     colsum_impl(j, b0, b1, true);

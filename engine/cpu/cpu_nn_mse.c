@@ -1,5 +1,6 @@
 /* mse_loss over same-shaped contiguous a and b; the mean and sum run in
  * NN_SUM_BLOCKS fixed blocks added in order (thread-count independent). */
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "lt/threads.h"
 
@@ -25,7 +26,7 @@ NN_INLINE void mse_impl(mse_job *j, int64_t b0, int64_t b1, bool f64) {
   }
 }
 
-static void mse_range(void *ctx, int64_t b0, int64_t b1) {
+LT_CPU_CLONES static void mse_range(void *ctx, int64_t b0, int64_t b1) {
   mse_job *j = ctx;
   if (j->f64)
     mse_impl(j, b0, b1, true);
@@ -54,7 +55,7 @@ NN_INLINE void mse_backward_impl(const mse_job *j, int64_t e0, int64_t e1, bool 
   }
 }
 
-static void mse_backward_range(void *ctx, int64_t e0, int64_t e1) {
+LT_CPU_CLONES static void mse_backward_range(void *ctx, int64_t e0, int64_t e1) {
   const mse_job *j = ctx;
   if (j->f64)
     mse_backward_impl(j, e0, e1, true);

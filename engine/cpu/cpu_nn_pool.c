@@ -5,6 +5,7 @@
  * overlapping windows are added in a fixed order. */
 #include <math.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "lt/threads.h"
 
@@ -108,7 +109,7 @@ static bool is_plain_2x2(const pool_job *j) {
          o->dilation[1] == 1 && 2 * j->out_h <= j->h && 2 * j->out_w <= j->w;
 }
 
-static void max_range(void *ctx, int64_t p0, int64_t p1) {
+LT_CPU_CLONES static void max_range(void *ctx, int64_t p0, int64_t p1) {
   const pool_job *j = ctx;
   const bool plain = is_plain_2x2(j);
   if (j->f64 && plain)
@@ -153,7 +154,7 @@ NN_INLINE void max_backward_impl(const pool_job *j, int64_t p0, int64_t p1, bool
   }
 }
 
-static void max_backward_range(void *ctx, int64_t p0, int64_t p1) {
+LT_CPU_CLONES static void max_backward_range(void *ctx, int64_t p0, int64_t p1) {
   const pool_job *j = ctx;
   if (j->f64)
     max_backward_impl(j, p0, p1, true);
@@ -214,7 +215,7 @@ NN_INLINE void avg_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
       }
 }
 
-static void avg_range(void *ctx, int64_t p0, int64_t p1) {
+LT_CPU_CLONES static void avg_range(void *ctx, int64_t p0, int64_t p1) {
   const pool_job *j = ctx;
   if (j->f64)
     avg_impl(j, p0, p1, true);
@@ -247,7 +248,7 @@ NN_INLINE void avg_backward_impl(const pool_job *j, int64_t p0, int64_t p1, bool
   }
 }
 
-static void avg_backward_range(void *ctx, int64_t p0, int64_t p1) {
+LT_CPU_CLONES static void avg_backward_range(void *ctx, int64_t p0, int64_t p1) {
   const pool_job *j = ctx;
   if (j->f64)
     avg_backward_impl(j, p0, p1, true);

@@ -5,6 +5,7 @@
  * with unit-stride rows of up to SOFTMAX_BLOCK elements. */
 #include <math.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "lt/threads.h"
 
@@ -66,7 +67,7 @@ NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, bool f
   }
 }
 
-static void softmax_range(void *ctx, int64_t t0, int64_t t1) {
+LT_CPU_CLONES static void softmax_range(void *ctx, int64_t t0, int64_t t1) {
   const softmax_job *j = ctx;
   if (j->f64)
     softmax_impl(j, t0, t1, true);
@@ -112,7 +113,7 @@ NN_INLINE void softmax_backward_impl(const softmax_job *j, int64_t t0, int64_t t
   }
 }
 
-static void softmax_backward_range(void *ctx, int64_t t0, int64_t t1) {
+LT_CPU_CLONES static void softmax_backward_range(void *ctx, int64_t t0, int64_t t1) {
   const softmax_job *j = ctx;
   if (j->f64)
     softmax_backward_impl(j, t0, t1, true);

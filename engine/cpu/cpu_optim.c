@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "core/optim_backend.h"
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_convert.h"
 #include "lt/threads.h"
 
@@ -62,7 +63,7 @@ typedef struct sgd_ctx {
 
 /* restrict: a parameter, its gradient and its state never share memory, and
  * saying so lets the compiler vectorise the loop (it would not otherwise). */
-static void sgd_float(float *restrict p, const float *restrict g, float *restrict b, int64_t n,
+LT_CPU_CLONES static void sgd_float(float *restrict p, const float *restrict g, float *restrict b, int64_t n,
                       bool init, const lt_sgd_options *o) {
   SGD_BODY(float);
 }
@@ -149,7 +150,7 @@ typedef struct adam_ctx {
     }                                                                           \
   } while (0)
 
-static void adam_float(float *restrict p, const float *restrict g, float *restrict m,
+LT_CPU_CLONES static void adam_float(float *restrict p, const float *restrict g, float *restrict m,
                        float *restrict v, float *restrict vmax, int64_t n,
                        const lt_adam_scalars *s) {
   ADAM_BODY(float, sqrtf);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/backend.h"
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/cpu_iter.h"
 #include "cpu/cpu_kernels.h"
@@ -104,7 +105,7 @@ static void unary_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   }
 }
 
-static void unary_compute(const void *vctx, const void *a, int64_t sa, void *o, int64_t n) {
+LT_CPU_CLONES static void unary_compute(const void *vctx, const void *a, int64_t sa, void *o, int64_t n) {
   const unary_ctx *c = vctx;
   switch (c->kind) {
     case CPU_KIND_F32: unary_float(c->op, a, sa, o, n); break;
