@@ -75,6 +75,71 @@ NN_INLINE void max_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
     nan_at = v_ != v_ ? pos_ : nan_at;                                          \
   } while (0)
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* a where m, else b (m: all-ones or all-zeros lanes). */
+static inline __m128 select_ps(__m128 m, __m128 a, __m128 b) {
+  return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b));
+}
+static inline __m128i select_epi32(__m128i m, __m128i a, __m128i b) {
+  return _mm_or_si128(_mm_and_si128(m, a), _mm_andnot_si128(m, b));
+}
+
+/* The float32 2x2 window, four outputs per step: even and odd taps of two
+ * input rows pulled apart with shuffles, then max_2x2_impl's rules as lane
+ * selects. Taps in the scalar order a (top left), b (top right), c, d: a
+ * larger value takes over, so the first maximum wins; a NaN anywhere gives
+ * NaN at the last NaN's position. Starting from a instead of -inf changes
+ * nothing: a = -inf keeps a's position either way, and a NaN in a is
+ * overridden by the NaN rule at the end. Positions are built in 32 bits
+ * (plane size below 2^31, checked by the caller) and widened. Returns the
+ * number of outputs done; the scalar loop finishes the row. */
+static int64_t max_2x2_row_f32(const float *top, const float *bottom, float *out,
+                               int64_t *indices, int64_t out_w, int64_t top_pos, int64_t w) {
+  const __m128i one = _mm_set1_epi32(1), two = _mm_set1_epi32(2), three = _mm_set1_epi32(3);
+  const __m128 nan = _mm_set1_ps(NAN);
+  int64_t ow = 0;
+  for (; ow + 4 <= out_w; ow += 4) {
+    const __m128 t0 = _mm_loadu_ps(top + 2 * ow), t1 = _mm_loadu_ps(top + 2 * ow + 4);
+    const __m128 b0 = _mm_loadu_ps(bottom + 2 * ow), b1 = _mm_loadu_ps(bottom + 2 * ow + 4);
+    const __m128 a = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m128 b = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
+    const __m128 c = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m128 d = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
+    __m128 best = a;
+    __m128i code = _mm_setzero_si128();
+    __m128 m = _mm_cmpgt_ps(b, best);
+    best = select_ps(m, b, best), code = select_epi32(_mm_castps_si128(m), one, code);
+    m = _mm_cmpgt_ps(c, best);
+    best = select_ps(m, c, best), code = select_epi32(_mm_castps_si128(m), two, code);
+    m = _mm_cmpgt_ps(d, best);
+    best = select_ps(m, d, best), code = select_epi32(_mm_castps_si128(m), three, code);
+    /* The last NaN tap, if any. */
+    __m128i nan_code = _mm_set1_epi32(-1);
+    const __m128 na = _mm_cmpunord_ps(a, a), nb = _mm_cmpunord_ps(b, b);
+    const __m128 nc = _mm_cmpunord_ps(c, c), nd = _mm_cmpunord_ps(d, d);
+    nan_code = select_epi32(_mm_castps_si128(na), _mm_setzero_si128(), nan_code);
+    nan_code = select_epi32(_mm_castps_si128(nb), one, nan_code);
+    nan_code = select_epi32(_mm_castps_si128(nc), two, nan_code);
+    nan_code = select_epi32(_mm_castps_si128(nd), three, nan_code);
+    const __m128 any_nan = _mm_or_ps(_mm_or_ps(na, nb), _mm_or_ps(nc, nd));
+    best = select_ps(any_nan, nan, best);
+    code = select_epi32(_mm_castps_si128(any_nan), nan_code, code);
+    _mm_storeu_ps(out + ow, best);
+    /* position = top_pos + 2 ow + (code & 1) + (code >> 1) w */
+    const __m128i col = _mm_add_epi32(_mm_set1_epi32((int)(top_pos + 2 * ow)),
+                                      _mm_set_epi32(6, 4, 2, 0));
+    const __m128i down = _mm_and_si128(_mm_cmpgt_epi32(code, one), _mm_set1_epi32((int)w));
+    const __m128i pos = _mm_add_epi32(_mm_add_epi32(col, _mm_and_si128(code, one)), down);
+    const __m128i zero = _mm_setzero_si128(); /* positions are non-negative: widen with zeros */
+    _mm_storeu_si128((__m128i *)(indices + ow), _mm_unpacklo_epi32(pos, zero));
+    _mm_storeu_si128((__m128i *)(indices + ow + 2), _mm_unpackhi_epi32(pos, zero));
+  }
+  return ow;
+}
+#endif
+
 /* The common 2x2 window, stride 2, no padding, every window inside the
  * input: the four taps are read straight from two input rows, without the
  * general loop's clipping and its two variable-length inner loops. The taps
@@ -87,7 +152,13 @@ NN_INLINE void max_2x2_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64)
     for (int64_t oh = 0; oh < j->out_h; oh++) {
       const int64_t top = 2 * oh * j->w, bottom = top + j->w; /* positions in the plane */
       const int64_t at0 = p * ohw + oh * j->out_w;
-      for (int64_t ow = 0; ow < j->out_w; ow++) {
+      int64_t ow = 0;
+#if defined(__SSE2__)
+      if (!f64 && hw <= INT32_MAX)
+        ow = max_2x2_row_f32((const float *)j->x + p * hw + top, (const float *)j->x + p * hw + bottom,
+                             (float *)j->out + at0, j->indices + at0, j->out_w, top, j->w);
+#endif
+      for (; ow < j->out_w; ow++) {
         const int64_t t = top + 2 * ow, b = bottom + 2 * ow;
         int64_t best_at = t, nan_at = -1;
         double best = -INFINITY;

@@ -113,6 +113,28 @@ describe("F gradients against finite differences (float64)", function()
 end)
 
 describe("F behaviour", function()
+  -- The float32 2x2 max pool has a four-wide path (cpu_nn_pool.c); float64
+  -- takes the scalar one. Both must pick the same values and positions:
+  -- the first maximum of equal ones, the last NaN, -inf windows.
+  it("max_pool2d's float32 2x2 path agrees with float64's, NaNs, infinities and ties included", function()
+    math.randomseed(5)
+    for trial = 1, 200 do
+      local x = lt.randn(math.random(1, 3), math.random(1, 2), math.random(2, 21), math.random(2, 37))
+      local flat = x:reshape(-1)
+      for _ = 1, math.random(0, 12) do
+        local specials = {0 / 0, math.huge, -math.huge, 0.5, 0.5}
+        flat[math.random(flat:numel())] = specials[math.random(#specials)]
+      end
+      if trial % 7 == 0 then x = lt.full(x.shape, -math.huge) end
+      if trial % 11 == 0 then x = lt.zeros(x.shape) end
+      local o32, i32 = F.max_pool2d(x, 2, { return_indices = true })
+      local o64, i64 = F.max_pool2d(x:double(), 2, { return_indices = true })
+      assert.is_true(i32:eq(i64):min():item(), "indices differ in trial " .. trial)
+      local a = o32:double()
+      assert.is_true(lt.where(a:ne(a), o64:ne(o64), a:eq(o64)):min():item(), "values differ in trial " .. trial)
+    end
+  end)
+
   it("records the expected nodes", function()
     local x = lt.randn(2, 3, 4, 4, { requires_grad = true })
     local w = lt.randn(5, 3, 3, 3, { requires_grad = true })
