@@ -12,7 +12,7 @@ local cases = {}
 
 -- Half types round each result once to 8 or 11 bits (and reductions add
 -- many rounded terms); float32 differs only by summation order and libm.
-cases.tol = {float32 = 1e-4, float64 = 1e-10, float16 = 2e-2, bfloat16 = 1e-1, int64 = 0}
+cases.tol = {float32 = 1e-4, float64 = 1e-10, float16 = 2e-2, bfloat16 = 1e-1, int64 = 0, uint8 = 0}
 
 -- max |a - b| relative to the reference's largest finite magnitude (at
 -- least 1). Shapes must match (a wrong shape must not broadcast); a NaN must
@@ -290,9 +290,9 @@ end
 -- repeats; the scatter back in the backward for floating types. Slices of
 -- odd byte sizes take the narrow copy units.
 local function add_index_select(add, dtype)
-  local floating = dtype ~= "int64"
+  local floating = dtype ~= "int64" and dtype ~= "uint8"
   local function data(...)
-    if not floating then return lt.randint(-5, 50, {...}) end
+    if not floating then return lt.randint(0, 50, {...}, {dtype = dtype}) end
     return grad(lt.randn({...}, {dtype = dtype}))
   end
   local idx = lt.tensor({3, 1, 3, 5, 2}, {dtype = "int64"})
@@ -372,7 +372,10 @@ function cases.run(opts)
     add_index_select(add, dtype)
     if dtype ~= "float16" then add_optim(add, dtype) end
   end
-  add_index_select(function(name, fn) add_row("int64", name, fn) end, "int64")
+  -- Integer slices of 8 and 1 bytes: the widest and the narrowest copy units.
+  for _, dtype in ipairs {"int64", "uint8"} do
+    add_index_select(function(name, fn) add_row(dtype, name, fn) end, dtype)
+  end
   return rows, failures
 end
 
