@@ -69,6 +69,17 @@ static lt_status copy_backend(const char *name, const lt_tensor *dst, const lt_t
   return ops_backend(name, dd.type != LT_DEVICE_CPU ? dd : sd, out);
 }
 
+/* r, an int64 copy of t, gets t's known range; a copy from the host to a
+ * device notes the range of the elements it sent (core/known_range.h), so
+ * that labels moved with :to are range-checked without reading them back. */
+static void note_copied_range(const lt_tensor *r, const lt_tensor *t) {
+  if (t->storage->device.type == LT_DEVICE_CPU && r->storage->device.type != LT_DEVICE_CPU &&
+      lt_is_contiguous(t))
+    lt_known_range_scan(r, lt_data(t), lt_numel(t));
+  else
+    lt_known_range_inherit(r, t);
+}
+
 lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src) {
   LT_TRY(ops_check_live("copy_", dst));
   LT_TRY(ops_check_live("copy_", src));
@@ -90,18 +101,11 @@ lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src) {
   LT_TRY(copy_backend("copy_", dst, src, &be));
   LT_TRY(be->copy(dst, src));
   ops_bump_version(dst, "copy_");
+  /* Labels copied into a buffer kept on a device: noted as :to notes them
+   * (after the bump, which the note is keyed to). */
+  if (dst->dtype == LT_INT64 && src->dtype == LT_INT64 && lt_numel(dst) == lt_numel(src))
+    note_copied_range(dst, src);
   return ag_record_copy_(dst, src);
-}
-
-/* r, an int64 copy of t, gets t's known range; a copy from the host to a
- * device notes the range of the elements it sent (core/known_range.h), so
- * that labels moved with :to are range-checked without reading them back. */
-static void note_copied_range(const lt_tensor *r, const lt_tensor *t) {
-  if (t->storage->device.type == LT_DEVICE_CPU && r->storage->device.type != LT_DEVICE_CPU &&
-      lt_is_contiguous(t))
-    lt_known_range_scan(r, lt_data(t), lt_numel(t));
-  else
-    lt_known_range_inherit(r, t);
 }
 
 /* A new contiguous tensor of t's shape on dev with dtype dt holding t's

@@ -64,6 +64,17 @@ static void test_copies_and_gathers_inherit(void) {
   /* a float copy is not an index: no range */
   CHECK(lt_to_dtype(t, LT_FLOAT32, false, &f) == LT_OK);
   CHECK(!f->storage->range_known);
+  /* copy_ into a whole tensor passes the range on; into part of one, it
+   * leaves the destination's storage unknown */
+  lt_tensor *dst = NULL, *part = NULL;
+  CHECK(lt_empty((int64_t[]){4}, 1, LT_INT64, lt_cpu(), &dst) == LT_OK);
+  CHECK(lt_copy_(dst, t) == LT_OK);
+  CHECK(lt_known_range_within(dst, 4, 9));
+  CHECK(lt_narrow(dst, 0, 0, 2, &part) == LT_OK);
+  CHECK(lt_copy_(part, idx) == LT_OK);
+  CHECK(!lt_known_range_within(dst, -1000, 1000));
+  lt_tensor_release(part);
+  lt_tensor_release(dst);
   /* the source's write does not reach the copies' own storages */
   CHECK(lt_fill_(t, 0.0) == LT_OK);
   CHECK(lt_known_range_within(c, 4, 9));

@@ -143,6 +143,16 @@ describe("device paths", function()
     assert.equal(0, (yd:cpu() - yc):abs():max():item())
   end)
 
+  it("labels copied into a buffer on the device are checked without reading them back", function()
+    local x = lt.randn(8, 5):to("cuda")
+    local buffer = lt.zeros({8}, {dtype = "int64", device = "cuda"})
+    buffer:copy_(lt.randint(1, 5, {8}))
+    assert.equal(0, cpu_allocations(function() F.cross_entropy(x, buffer) end))
+    -- a partial write makes the range unknown again: then the check reads
+    buffer:narrow(1, 1, 4):copy_(lt.randint(1, 5, {4}))
+    assert.is_true(cpu_allocations(function() F.cross_entropy(x, buffer) end) > 0)
+  end)
+
   it("copies between two devices keep values, and labels keep their range", function()
     if lt.cuda.device_count() < 2 then return end
     local t = lt.randn(5, 7)
