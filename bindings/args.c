@@ -5,12 +5,40 @@
 #include "args.h"
 #include "memory.h"
 
+/* A frame of lt's own Lua library (lt.nn.functional, the modules, ...). */
+static bool in_library(const lua_Debug *ar) {
+#ifdef LT_LUA_DIR
+  static const char prefix[] = "@" LT_LUA_DIR "/lt/";
+  return strncmp(ar->source, prefix, sizeof prefix - 1) == 0;
+#else
+  (void)ar;
+  return false;
+#endif
+}
+
+/* Pushes "chunk:line: " of the innermost caller outside C functions and lt's
+ * Lua library, as lt.user_error places errors raised in Lua: an op that
+ * F.cross_entropy or a module's forward calls for the script is reported at
+ * the script's line, not inside the library. */
+static void push_user_where(lua_State *L) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0 || in_library(&ar)) continue;
+    lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+    return;
+  }
+  luaL_where(L, 1);
+}
+
 int ltb_raise(lua_State *L, lt_status st) {
-  if (st != LT_ERR_OOM) return luaL_error(L, "%s", lt_last_error());
   /* Copy the engine's message first: listing the largest tensors must not
    * overwrite it. */
-  luaL_where(L, 1);
+  push_user_where(L);
   lua_pushstring(L, lt_last_error());
+  if (st != LT_ERR_OOM) {
+    lua_concat(L, 2);
+    return lua_error(L);
+  }
   ltb_push_oom_details(L);
   lua_concat(L, 3);
   return lua_error(L);

@@ -65,6 +65,19 @@ describe("errors", function()
   it("errors carry the script position, like any Lua error", function()
     local err = h.fails(function() return lt.ones(2):view(3) end)
     assert.is_truthy(err:find("errors_spec.lua:%d+: view:"))
+    -- also when the op is called by lt's own Lua code (F.*, a module's
+    -- forward): the position is the script's call, not the library's line
+    -- (no tail calls here: they would hide this file's frame)
+    err = h.fails(function()
+      local loss = lt.nn.functional.cross_entropy(lt.randn(4, 3), lt.tensor({1, 2, 3, 9}, {dtype = "int64"}))
+      return loss
+    end)
+    assert.is_truthy(err:find("errors_spec.lua:%d+: cross_entropy: target 9 is out of bounds"), err)
+    err = h.fails(function()
+      local y = lt.nn.Linear(5, 2)(lt.randn(4, 3))
+      return y
+    end)
+    assert.is_truthy(err:find("errors_spec.lua:%d+: linear:"), err)
   end)
 
   it("many errors in a row leave no garbage behind", function()
