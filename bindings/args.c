@@ -16,18 +16,21 @@ static bool in_library(const lua_Debug *ar) {
 #endif
 }
 
-/* Pushes "chunk:line: " of the innermost caller outside C functions and lt's
- * Lua library, as lt.user_error places errors raised in Lua: an op that
- * F.cross_entropy or a module's forward calls for the script is reported at
- * the script's line, not inside the library. */
+/* Pushes "chunk:line: " of the innermost caller outside lt's Lua library,
+ * as lt.user_error places errors raised in Lua: an op that F.cross_entropy or
+ * a module's forward calls for the script is reported at the script's line,
+ * not inside the library. A C caller on the way (pcall) gives no position,
+ * as luaL_where does: whoever called pcall positions the error if it wants. */
 static void push_user_where(lua_State *L) {
   lua_Debug ar;
   for (int level = 1; lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0 || in_library(&ar)) continue;
+    if (!lua_getinfo(L, "Sl", &ar)) break;
+    if (ar.currentline <= 0) break; /* a C function */
+    if (in_library(&ar)) continue;
     lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
     return;
   }
-  luaL_where(L, 1);
+  lua_pushliteral(L, "");
 }
 
 int ltb_raise(lua_State *L, lt_status st) {
