@@ -174,6 +174,11 @@ local function add_nn(add, dtype)
     return compare(function(x) return F.avg_pool2d(x, 3, {stride = 2, padding = 1}) end,
       {rand(2, 3, 9, 8)}, {})
   end)
+  add("avg_pool2d_divisor", function()
+    return compare(function(x)
+      return F.avg_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true, divisor_override = 5})
+    end, {rand(2, 3, 9, 8)}, {})
+  end)
   -- batch_norm in every dtype, forward and backward (the running statistics
   -- after the call compared too). With float16/bfloat16 input the CUDA
   -- kernels take x as it is (cuDNN's mixed-precision batch norm) while the
@@ -249,6 +254,13 @@ local function add_nn(add, dtype)
   end
   add("softmax_long", function()
     return compare(function(x) return F.softmax(x, 2) end, {rand(3, 3000)}, {})
+  end)
+  -- A long middle dim with inner > 1: the tiled kernel (cuda_nn_softmax.cu).
+  add("softmax_tile", function()
+    return compare(function(x) return F.softmax(x, 2) end, {rand(2, 100, 40)}, {})
+  end)
+  add("log_softmax_tile", function()
+    return compare(function(x) return F.log_softmax(x, 2) end, {rand(2, 100, 40)}, {})
   end)
   local labels = {}
   for i = 1, 32 do labels[i] = i % 10 + 1 end
