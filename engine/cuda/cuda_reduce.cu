@@ -38,8 +38,18 @@ static void reduce_geom_init(reduce_geom *g, const lt_tensor *in, const bool *re
     reduce_dims *r = reduced[d] ? &g->reduced : &g->kept;
     r->numel *= in->shape[d];
     if (in->shape[d] == 1) continue; // never moves a pointer
+    const int64_t stride = in->stride[d] * es;
+    // As cpu_reduce_geom.c's dims_push: a dim that continues the previous
+    // one of its set merges into it (same row-major positions, same offsets),
+    // so a contiguous tensor costs one 64-bit division per element in
+    // dims_offset instead of one per dim.
+    if (r->ndim > 0 && r->stride[r->ndim - 1] == stride * in->shape[d]) {
+      r->shape[r->ndim - 1] *= in->shape[d];
+      r->stride[r->ndim - 1] = stride;
+      continue;
+    }
     r->shape[r->ndim] = in->shape[d];
-    r->stride[r->ndim] = in->stride[d] * es;
+    r->stride[r->ndim] = stride;
     r->ndim++;
   }
 }

@@ -52,7 +52,6 @@ return function(batches, device)
 
   local cuda = core.cuda
   local copy_stream = cuda.Stream(device)
-  local compute = cuda.current_stream(device)
   local move = to_device(device)
 
   local function fetch()
@@ -66,6 +65,10 @@ return function(batches, device)
   return function()
     local batch = ahead
     if batch == nil then return nil end
+    -- The stream current now (not when prefetch was called) is where the
+    -- batch will be used: set_stream / lt.cuda.stream may have changed it.
+    -- copy_stream.device pins the device that "cuda" meant at the start.
+    local compute = cuda.current_stream(copy_stream.device)
     compute:wait_stream(copy_stream)
     map_tensors(batch, function(t)
       t:record_stream(compute)
