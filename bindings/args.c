@@ -5,15 +5,28 @@
 #include "args.h"
 #include "memory.h"
 
+/* The registry key of the chunk-name prefix of lt's Lua library ("@.../lt/"),
+ * as lt.user_error finds it where the files were actually loaded from. */
+static const char LIBRARY_PREFIX_KEY[] = "lt.library_prefix";
+
+int ltb_set_library_prefix(lua_State *L) {
+  luaL_checkstring(L, 1);
+  lua_settop(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, LIBRARY_PREFIX_KEY);
+  return 0;
+}
+
 /* A frame of lt's own Lua library (lt.nn.functional, the modules, ...). */
-static bool in_library(const lua_Debug *ar) {
-#ifdef LT_LUA_DIR
-  static const char prefix[] = "@" LT_LUA_DIR "/lt/";
-  return strncmp(ar->source, prefix, sizeof prefix - 1) == 0;
-#else
-  (void)ar;
-  return false;
-#endif
+static bool in_library(lua_State *L, const lua_Debug *ar) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LIBRARY_PREFIX_KEY) != LUA_TSTRING) {
+    lua_pop(L, 1);
+    return false;
+  }
+  size_t n;
+  const char *prefix = lua_tolstring(L, -1, &n);
+  const bool inside = strncmp(ar->source, prefix, n) == 0;
+  lua_pop(L, 1);
+  return inside;
 }
 
 /* Pushes "chunk:line: " of the innermost caller outside lt's Lua library,
@@ -26,7 +39,7 @@ static void push_user_where(lua_State *L) {
   for (int level = 1; lua_getstack(L, level, &ar); level++) {
     if (!lua_getinfo(L, "Sl", &ar)) break;
     if (ar.currentline <= 0) break; /* a C function */
-    if (in_library(&ar)) continue;
+    if (in_library(L, &ar)) continue;
     lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
     return;
   }

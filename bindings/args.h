@@ -15,6 +15,9 @@
 /* Raises the engine's last error as a Lua error (never returns). An out of
  * memory error gets the largest live tensors appended. */
 int ltb_raise(lua_State *L, lt_status st);
+/* core._set_library_prefix(prefix): where lt's Lua library was loaded from
+ * (chunk names starting with prefix), so that ltb_raise can skip its frames. */
+int ltb_set_library_prefix(lua_State *L);
 
 /* An integer argument; floats with an integral value are accepted. */
 lua_Integer ltb_check_integer(lua_State *L, int arg, const char *op, const char *what);

@@ -2,6 +2,8 @@
 -- caller outside lt's Lua library (and outside C functions), however deep in
 -- the library the check ran (constructor -> init -> option parsing, ...).
 local LIBRARY_PREFIX = debug.getinfo(1, "S").source:match("^(@.*[/\\])[^/\\]*$")
+-- The C ops place their errors by the same rule (bindings/args.c).
+if LIBRARY_PREFIX then require("lt.core")._set_library_prefix(LIBRARY_PREFIX) end
 
 local function in_library(info)
   return info.what == "C" or (LIBRARY_PREFIX ~= nil and info.source:sub(1, #LIBRARY_PREFIX) == LIBRARY_PREFIX)
