@@ -100,10 +100,18 @@ function GradScaler:_state(optimizer)
   return s
 end
 
--- outputs (a tensor, or a table of tensors, nested) times the scale.
+-- 16-bit floats, which a scaled loss must not stay in.
+local HALF = { float16 = true, bfloat16 = true }
+
+-- outputs (a tensor, or a table of tensors, nested) times the scale. As in
+-- PyTorch, where the scale is a float32 tensor, a float16 or bfloat16 output
+-- is scaled in float32: loss * 65536 would overflow float16 from a loss of 1.
 function GradScaler:scale(outputs)
   if not self._enabled then return outputs end
-  if is_tensor(outputs) then return outputs * self._scale end
+  if is_tensor(outputs) then
+    if HALF[outputs.dtype] then outputs = outputs:float() end
+    return outputs * self._scale
+  end
   if type(outputs) ~= "table" then raise("GradScaler:scale: outputs must be a tensor or a table of tensors") end
   local scaled = {}
   for k, v in pairs(outputs) do scaled[k] = self:scale(v) end

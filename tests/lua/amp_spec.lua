@@ -280,6 +280,16 @@ describe("lt.amp.GradScaler", function()
     scaler:update()
   end)
 
+  it("scales a 16-bit loss in float32, as PyTorch's float32 scale tensor does", function()
+    local _, _, scaler = setup {}
+    local loss = lt.tensor(2.0):half()
+    local scaled = scaler:scale(loss)
+    assert.equal("float32", scaled.dtype)
+    assert.equal(131072.0, scaled:item()) -- float16 would give inf
+    assert.equal("float32", scaler:scale(lt.tensor(2.0):bfloat16()).dtype)
+    assert.equal("float64", scaler:scale(lt.tensor(2.0, {dtype = "float64"})).dtype)
+  end)
+
   it("skips the step on inf gradients, leaving the parameters unchanged", function()
     local p, opt, scaler = setup()
     local before = p:totable()
