@@ -451,11 +451,20 @@ static int event_elapsed_time(lua_State *L) {
   return 1;
 }
 
-/* e:wait([stream]): work queued on stream from now on waits for the event. */
+/* e:wait([stream]): work queued on stream (by default the current device's
+ * current stream, as torch's) from now on waits for the event. The stream
+ * may be on another device than the event: cudaStreamWaitEvent orders work
+ * across devices. */
 static int event_wait(lua_State *L) {
   const char *op = "Event:wait";
   event_ud *e = check_event(L, 1, op);
-  stream_ud s = opt_stream_on(L, 2, e->device, op, "event");
+  stream_ud s;
+  if (lua_isnoneornil(L, 2)) {
+    s.device = lt_cuda_current_device();
+    s.id = lt_cuda_current_stream(s.device);
+  } else {
+    s = *check_stream(L, 2, op);
+  }
   lt_status st = lt_cuda_stream_wait_event(s.device, s.id, e->event);
   if (st != LT_OK) return raise_from(L, op, st);
   return 0;

@@ -169,6 +169,16 @@ describe("device paths", function()
     assert.truthy(tostring(err):find("cuda:0", 1, true) and tostring(err):find("cuda:1", 1, true))
   end)
 
+  it("an event recorded on one device orders a stream of another", function()
+    if lt.cuda.device_count() < 2 then return end
+    local e = lt.cuda.Event({device = 0})
+    e:record()
+    local other = lt.cuda.Stream(1)
+    e:wait(other) -- as cudaStreamWaitEvent: across devices
+    e:wait() -- the current device's current stream
+    assert.is_true(e:query())
+  end)
+
   it("each device keeps its own memory statistics", function()
     if lt.cuda.device_count() < 2 then return end
     lt.gc()
