@@ -7,36 +7,71 @@ static bool covers_storage(const lt_tensor *t) {
          (size_t)lt_numel(t) * sizeof(int64_t) == t->storage->nbytes;
 }
 
-void lt_known_range_note(const lt_tensor *t, int64_t lo, int64_t hi) {
-  if (!covers_storage(t) || lo > hi) return;
+static void note_bounds(const lt_tensor *t, const lt_index_bounds *b) {
+  if (!covers_storage(t) || b->lo > b->hi) return;
   lt_storage *s = t->storage;
   s->range_known = true;
-  s->range_min = lo;
-  s->range_max = hi;
+  s->range = *b;
   s->range_version = s->version;
 }
 
-/* The storage's range, when it is still valid for an int64 view of it. */
-static bool valid_range(const lt_tensor *t) {
+void lt_known_range_note(const lt_tensor *t, int64_t lo, int64_t hi) {
+  /* Bounds alone: the rests are known only to lie within them too. */
+  const lt_index_bounds b = {lo, hi, {lo, lo}, {hi, hi}};
+  note_bounds(t, &b);
+}
+
+/* The storage's bounds, when they are still valid for an int64 view of it;
+ * NULL otherwise. */
+static const lt_index_bounds *valid_bounds(const lt_tensor *t) {
   const lt_storage *s = t->storage;
-  return t->dtype == LT_INT64 && s->range_known && s->range_version == s->version;
+  if (t->dtype != LT_INT64 || !s->range_known || s->range_version != s->version) return NULL;
+  return &s->range;
+}
+
+/* [a, b] (empty when a > b) inside [lo, hi]. */
+static bool inside(int64_t a, int64_t b, int64_t lo, int64_t hi) {
+  return a > b || (a >= lo && b <= hi);
 }
 
 bool lt_known_range_within(const lt_tensor *t, int64_t lo, int64_t hi) {
-  if (!valid_range(t)) return false;
-  return t->storage->range_min >= lo && t->storage->range_max <= hi;
+  const lt_index_bounds *b = valid_bounds(t);
+  return b && inside(b->lo, b->hi, lo, hi);
+}
+
+bool lt_known_range_within_except(const lt_tensor *t, int64_t lo, int64_t hi, int64_t except) {
+  const lt_index_bounds *b = valid_bounds(t);
+  if (!b) return false;
+  if (inside(b->lo, b->hi, lo, hi)) return true;
+  /* Every element is the end value `except` or one of the rest. */
+  if (except == b->lo && inside(b->rest_lo[0], b->rest_hi[0], lo, hi)) return true;
+  return except == b->hi && inside(b->rest_lo[1], b->rest_hi[1], lo, hi);
 }
 
 void lt_known_range_inherit(const lt_tensor *dst, const lt_tensor *src) {
-  if (valid_range(src)) lt_known_range_note(dst, src->storage->range_min, src->storage->range_max);
+  /* A copy or a gather holds some of src's elements: every bound still holds. */
+  const lt_index_bounds *b = valid_bounds(src);
+  if (b) note_bounds(dst, b);
 }
 
 void lt_known_range_scan(const lt_tensor *t, const int64_t *v, int64_t n) {
   if (n <= 0 || !covers_storage(t)) return;
-  int64_t lo = v[0], hi = v[0];
+  lt_index_bounds b = {v[0], v[0], {INT64_MAX, INT64_MAX}, {INT64_MIN, INT64_MIN}};
   for (int64_t i = 1; i < n; i++) {
-    lo = v[i] < lo ? v[i] : lo;
-    hi = v[i] > hi ? v[i] : hi;
+    b.lo = v[i] < b.lo ? v[i] : b.lo;
+    b.hi = v[i] > b.hi ? v[i] : b.hi;
   }
-  lt_known_range_note(t, lo, hi);
+  /* The rests: [0] the elements above lo, [1] those below hi (empty when
+   * every element is the same). */
+  for (int64_t i = 0; b.lo < b.hi && i < n; i++) {
+    if (v[i] != b.lo) {
+      b.rest_lo[0] = v[i] < b.rest_lo[0] ? v[i] : b.rest_lo[0];
+      b.rest_hi[0] = v[i] > b.rest_hi[0] ? v[i] : b.rest_hi[0];
+    }
+    if (v[i] != b.hi) {
+      b.rest_lo[1] = v[i] < b.rest_lo[1] ? v[i] : b.rest_lo[1];
+      b.rest_hi[1] = v[i] > b.rest_hi[1] ? v[i] : b.rest_hi[1];
+    }
+  }
+  note_bounds(t, &b);
 }

@@ -26,12 +26,16 @@ void lt_known_range_note(const lt_tensor *t, int64_t lo, int64_t hi);
  * [lo, hi]. */
 bool lt_known_range_within(const lt_tensor *t, int64_t lo, int64_t hi);
 
+/* Likewise, for values in [lo, hi] or equal to except (an ignore_index). */
+bool lt_known_range_within_except(const lt_tensor *t, int64_t lo, int64_t hi, int64_t except);
+
 /* dst, a new tensor of elements taken from src's storage (a copy, a gather),
  * gets src's known range, if any. */
 void lt_known_range_inherit(const lt_tensor *dst, const lt_tensor *src);
 
 /* Notes the range of t's n elements v (host memory, t's own values, e.g.
- * the source of a host-to-device copy into t). */
+ * the source of a host-to-device copy into t), with the bounds of the rest
+ * at either end (a second pass, when the values differ). */
 void lt_known_range_scan(const lt_tensor *t, const int64_t *v, int64_t n);
 
 #endif

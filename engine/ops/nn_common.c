@@ -147,7 +147,9 @@ lt_status nn_check_index_range(const char *op, const lt_tensor *idx, int64_t n, 
   /* A known range (core/known_range.h) settles it without reading the
    * indices: labels moved to a device with :to, indices an op produced. */
   const bool on_device = idx->storage->device.type != LT_DEVICE_CPU;
-  if (n > 0 && lt_known_range_within(idx, base, base + (n - 1))) return LT_OK;
+  if (n > 0 && (has_ignore ? lt_known_range_within_except(idx, base, base + (n - 1), ignore_index)
+                            : lt_known_range_within(idx, base, base + (n - 1))))
+    return LT_OK;
   /* Otherwise indices on another device are read through a host copy: a bad
    * label must be an error, never an out-of-bounds access in a kernel. */
   lt_tensor *host = NULL;

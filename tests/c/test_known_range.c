@@ -102,6 +102,30 @@ static void test_pool_indices(void) {
   release_all(ts, 3);
 }
 
+/* A special value at either end (ignore_index -100 below the labels, 255
+ * above) is skipped by the rests the scan records. */
+static void test_except_an_end_value(void) {
+  const int64_t below[] = {-100, 3, 5, -100}, above[] = {255, 2, 7}, same[] = {-100, -100};
+  lt_tensor *a = int64_vector(below, 4), *b = int64_vector(above, 3), *c = int64_vector(same, 2);
+  lt_known_range_scan(a, below, 4);
+  lt_known_range_scan(b, above, 3);
+  lt_known_range_scan(c, same, 2);
+  CHECK(!lt_known_range_within(a, 0, 9));
+  CHECK(lt_known_range_within_except(a, 0, 9, -100));
+  CHECK(!lt_known_range_within_except(a, 0, 4, -100)); /* 5 is out */
+  CHECK(!lt_known_range_within_except(a, 0, 9, -1));   /* -100 is not the one skipped */
+  CHECK(lt_known_range_within_except(b, 0, 20, 255));
+  CHECK(!lt_known_range_within_except(b, 0, 5, 255)); /* 7 is out */
+  CHECK(lt_known_range_within_except(c, 0, 9, -100)); /* every element ignored */
+  /* bounds alone (no scan) say nothing of what lies between */
+  lt_known_range_note(a, -100, 10);
+  CHECK(!lt_known_range_within_except(a, 0, 10, -100));
+  lt_known_range_note(a, 1, 10);
+  CHECK(lt_known_range_within_except(a, 1, 10, -100));
+  lt_tensor *ts[] = {a, b, c};
+  release_all(ts, 3);
+}
+
 /* randint_ knows the bounds it drew from. */
 static void test_randint_bounds(void) {
   int64_t n = 100;
@@ -121,6 +145,7 @@ int main(void) {
   test_copies_and_gathers_inherit();
   test_pool_indices();
   test_randint_bounds();
+  test_except_an_end_value();
   CHECK_EQ_INT(allocated_bytes(), before);
   return check_summary("test_known_range");
 }

@@ -19,6 +19,16 @@
 
 #define LT_MAX_DIMS 8
 
+/* Bounds of an int64 storage's elements (core/known_range.h): every element
+ * lies in [lo, hi]; every element other than lo lies in [rest_lo[0],
+ * rest_hi[0]], and every one other than hi in [rest_lo[1], rest_hi[1]] (an
+ * empty rest has rest_lo > rest_hi). The rests let a check skip one special
+ * value at either end: ignore_index -100 below the labels, or 255 above. */
+typedef struct lt_index_bounds {
+  int64_t lo, hi;
+  int64_t rest_lo[2], rest_hi[2];
+} lt_index_bounds;
+
 typedef struct lt_storage {
   int64_t refcount;
   void *data;
@@ -32,13 +42,12 @@ typedef struct lt_storage {
   void *pending_copy; /* a device backend's marker (a CUDA event) of an
                          asynchronous copy still reading or writing these
                          bytes; the release waits for it. NULL if none */
-  /* Bounds of an int64 storage's elements (each lies in [range_min,
-   * range_max]), noted when the host saw every element or an op knows what
-   * it wrote (core/known_range.h), so that range checks of indices need not
-   * read them (on a device: no copy to the host). Valid while version is
-   * range_version. */
+  /* Bounds of an int64 storage's elements, noted when the host saw every
+   * element or an op knows what it wrote (core/known_range.h), so that
+   * range checks of indices need not read them (on a device: no copy to
+   * the host). Valid while version is range_version. */
   bool range_known;
-  int64_t range_min, range_max;
+  lt_index_bounds range;
   uint64_t range_version;
 } lt_storage;
 
