@@ -126,6 +126,27 @@ static void test_except_an_end_value(void) {
   release_all(ts, 3);
 }
 
+/* A large tensor is scanned in parts on the thread pool: the same bounds. */
+static void test_large_scan(void) {
+  int64_t n = (int64_t)5 << 20;
+  lt_tensor *t = NULL;
+  CHECK(lt_empty(&n, 1, LT_INT64, lt_cpu(), &t) == LT_OK);
+  int64_t *v = lt_data(t);
+  for (int64_t i = 0; i < n; i++) v[i] = i % 1000;
+  v[n - 3] = -100; /* the ignored value, near the end of the last part */
+  v[7] = -100;
+  lt_known_range_scan(t, v, n);
+  CHECK(!lt_known_range_within(t, 0, 999));
+  CHECK(lt_known_range_within(t, -100, 999));
+  CHECK(lt_known_range_within_except(t, 0, 999, -100));
+  CHECK(!lt_known_range_within_except(t, 1, 999, -100));
+  v[n / 2] = 5000; /* unseen by the note: a direct write, which ops never do */
+  lt_known_range_scan(t, v, n);
+  CHECK(!lt_known_range_within_except(t, 0, 999, -100));
+  CHECK(lt_known_range_within_except(t, -100, 999, 5000));
+  lt_tensor_release(t);
+}
+
 /* randint_ knows the bounds it drew from. */
 static void test_randint_bounds(void) {
   int64_t n = 100;
@@ -146,6 +167,7 @@ int main(void) {
   test_pool_indices();
   test_randint_bounds();
   test_except_an_end_value();
+  test_large_scan();
   CHECK_EQ_INT(allocated_bytes(), before);
   return check_summary("test_known_range");
 }
