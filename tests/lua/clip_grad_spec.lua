@@ -83,6 +83,26 @@ describe("nn.utils gradient clipping", function()
     assert.equal(1, p.grad[1]:item())
   end)
 
+  it("makes no gradient-sized temporary for the 2- and inf-norms", function()
+    local params = {}
+    for i = 1, 3 do
+      params[i] = lt.zeros(1 << 18):requires_grad_(true)
+      params[i].grad = lt.randn(1 << 18)
+    end
+    params[4] = lt.zeros(0):requires_grad_(true)
+    params[4].grad = lt.zeros(0)
+    for _, norm_type in ipairs {2, math.huge} do
+      lt.gc()
+      local before = lt.memory.allocated()
+      lt.memory.reset_peak()
+      nn.utils.clip_grad_norm_(params, 0.01, {norm_type = norm_type})
+      -- one gradient is 1 MiB; the scalars take a few 512-byte blocks
+      assert.is_true(lt.memory.max_allocated() - before < 64 * 1024,
+        string.format("norm %s: peak %d bytes above the start", tostring(norm_type),
+          lt.memory.max_allocated() - before))
+    end
+  end)
+
   it("records nothing for autograd", function()
     local p = lt.zeros(2):requires_grad_(true)
     p.grad = lt.ones(2):requires_grad_(true)

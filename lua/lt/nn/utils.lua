@@ -43,11 +43,21 @@ local function norm_order(name, v)
   return v
 end
 
--- The p-norm of one gradient, a 0-dim tensor on its device.
+-- The p-norm of one gradient, a 0-dim tensor on its device. The usual
+-- orders make no gradient-sized temporary (clipping must not raise the
+-- peak it runs at): 2 as a dot product (a 1 x n by n x 1 GEMM), inf from
+-- the largest and the smallest element.
 local function tensor_norm(g, p)
+  if g:numel() == 0 then return g:sum() end -- a zero of g's dtype, on its device
+  if p == 2 then
+    local flat = g:reshape(1, -1)
+    return flat:matmul(flat:t()):reshape():sqrt()
+  end
+  if p == math.huge then
+    local hi, lo = g:max(), g:min()
+    return core.where(hi:gt(-lo), hi, -lo)
+  end
   local a = g:abs()
-  if p == math.huge then return a:max() end
-  if p == 2 then return (g * g):sum():sqrt() end
   if p == 1 then return a:sum() end
   return a:pow(p):sum():pow(1 / p)
 end
