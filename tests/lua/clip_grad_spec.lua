@@ -61,6 +61,11 @@ describe("nn.utils gradient clipping", function()
     local total = nn.utils.clip_grad_norm_(p, 1.0)
     assert.is_true(total:item() ~= total:item())
     assert.is_true(p.grad[1]:item() ~= p.grad[1]:item())
+    -- the inf-norm too, wherever the NaN is
+    local a, b = lt.zeros(2):requires_grad_(true), lt.zeros(2):requires_grad_(true)
+    a.grad, b.grad = lt.tensor({5, 1}), lt.tensor({0 / 0, 1})
+    total = nn.utils.clip_grad_norm_({a, b}, 1.0, {norm_type = math.huge})
+    assert.is_true(total:item() ~= total:item())
   end)
 
   it("bad arguments are errors that name the function and the value", function()
@@ -101,6 +106,15 @@ describe("nn.utils gradient clipping", function()
         string.format("norm %s: peak %d bytes above the start", tostring(norm_type),
           lt.memory.max_allocated() - before))
     end
+  end)
+
+  it("sums a 16-bit gradient's squares in float32 (no overflow below its own range)", function()
+    local p = lt.zeros(4):half():requires_grad_(true)
+    p.grad = lt.full({4}, 300):half() -- norm 600; the squares sum to 360000 > 65504
+    local total = nn.utils.clip_grad_norm_(p, 1.0)
+    assert.equal("float16", total.dtype)
+    assert.equal(600, total:item())
+    assert.is_true(math.abs(p.grad[1]:item() - 0.5) < 1e-3)
   end)
 
   it("records nothing for autograd", function()

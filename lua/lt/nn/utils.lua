@@ -12,6 +12,8 @@ local raise = require "lt.user_error"
 
 local utils = {}
 
+local HALF = { float16 = true, bfloat16 = true }
+
 -- The gradients of parameters (a tensor or a table of tensors).
 local function gradients(name, parameters)
   if core.is_tensor(parameters) then parameters = { parameters } end
@@ -43,14 +45,18 @@ local function norm_order(name, v)
   return v
 end
 
--- The p-norm of one gradient, a 0-dim tensor on its device. The usual
--- orders make no gradient-sized temporary (clipping must not raise the
--- peak it runs at): 2 as a dot product (a 1 x n by n x 1 GEMM), inf from
--- the largest and the smallest element.
+-- The p-norm of one gradient, a 0-dim tensor on its device (float32 for a
+-- 16-bit gradient, whose norms are combined in float32 too, as PyTorch's
+-- norm accumulates).
+-- The usual orders make no gradient-sized temporary for float32 and float64
+-- (clipping must not raise the peak it runs at): 2 as a dot product (a
+-- 1 x n by n x 1 GEMM), inf from the largest and the smallest element.
 local function tensor_norm(g, p)
   if g:numel() == 0 then return g:sum() end -- a zero of g's dtype, on its device
   if p == 2 then
-    local flat = g:reshape(1, -1)
+    -- A 16-bit sum of squares would overflow at a norm of 256: those sum
+    -- in float32 (a float32 copy, the one temporary) and round once.
+    local flat = (HALF[g.dtype] and g:float() or g):reshape(1, -1)
     return flat:matmul(flat:t()):reshape():sqrt()
   end
   if p == math.huge then
@@ -80,14 +86,17 @@ function utils.clip_grad_norm_(parameters, max_norm, opts)
     local total
     for _, g in ipairs(grads) do
       local n = tensor_norm(g, p):to(device)
+      if HALF[n.dtype] then n = n:float() end
       if p == math.huge then
-        total = total and core.where(n:gt(total), n, total) or n
+        -- the larger, or a NaN (as max propagates it)
+        total = total and core.where(n:gt(total), n, core.where(n:ne(n), n, total)) or n
       else
         n = p == 1 and n or n:pow(p)
         total = total and total + n or n
       end
     end
     if p ~= math.huge and p ~= 1 then total = total:pow(1 / p) end
+    total = total:to(grads[1].dtype) -- the gradients' dtype, as PyTorch's
     if o.error_if_nonfinite then
       local v = total:item() -- the one host read, asked for by the option
       if v ~= v or v == math.huge then
