@@ -63,7 +63,7 @@ describe("nn.utils gradient clipping", function()
     assert.is_true(p.grad[1]:item() ~= p.grad[1]:item())
     -- the inf-norm too, wherever the NaN is
     local a, b = lt.zeros(2):requires_grad_(true), lt.zeros(2):requires_grad_(true)
-    a.grad, b.grad = lt.tensor({5, 1}), lt.tensor({0 / 0, 1})
+    a.grad, b.grad = lt.tensor({5.0, 1.0}), lt.tensor({0 / 0, 1.0})
     total = nn.utils.clip_grad_norm_({a, b}, 1.0, {norm_type = math.huge})
     assert.is_true(total:item() ~= total:item())
   end)
