@@ -120,6 +120,9 @@ describe("random arguments", function()
     for k, v in pairs(lt.nn.functional) do
       if type(v) == "function" then fns[#fns + 1] = {"F." .. k, v} end
     end
+    for k, v in pairs(lt.nn.utils) do
+      if type(v) == "function" then fns[#fns + 1] = {"nn.utils." .. k, v} end
+    end
     for k, v in pairs(lt.nn) do
       if type(k) == "string" and k:match("^%u") and k ~= "Module" and k ~= "Parameter" then
         fns[#fns + 1] = {"nn." .. k, function(...)
