@@ -109,13 +109,9 @@ static void merge(lt_index_bounds *into, const lt_index_bounds *part) {
 
 /* Both passes over v[0, n) into b (b->lo/hi start at v[0], the rests empty). */
 static void scan_all(const int64_t *v, int64_t n, lt_index_bounds *b) {
-  if (n < SCAN_PART * 4) {
-    scan_part(v, 0, n, false, b);
-    if (b->lo < b->hi) scan_part(v, 0, n, true, b);
-    return;
-  }
-  scan_job *j = malloc(sizeof *j);
-  if (!j) { /* no room for the parts: one thread */
+  /* Small tensors, or no room for the parts: one thread. */
+  scan_job *j = n < SCAN_PART * 4 ? NULL : malloc(sizeof *j);
+  if (!j) {
     scan_part(v, 0, n, false, b);
     if (b->lo < b->hi) scan_part(v, 0, n, true, b);
     return;

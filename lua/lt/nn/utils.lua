@@ -45,12 +45,12 @@ local function norm_order(name, v)
   return v
 end
 
--- The p-norm of one gradient, a 0-dim tensor on its device (float32 for a
--- 16-bit gradient, whose norms are combined in float32 too, as PyTorch's
--- norm accumulates).
--- The usual orders make no gradient-sized temporary for float32 and float64
--- (clipping must not raise the peak it runs at): 2 as a dot product (a
--- 1 x n by n x 1 GEMM), inf from the largest and the smallest element.
+-- The p-norm of one gradient, a 0-dim tensor on its device: float32 for a
+-- 16-bit gradient (the norms are then combined in float32, as PyTorch's norm
+-- accumulates). The usual orders make no gradient-sized temporary for
+-- float32 and float64, since clipping must not raise the peak it runs at:
+-- 2 as a dot product (a 1 x n by n x 1 GEMM), inf from the largest and the
+-- smallest element.
 local function tensor_norm(g, p)
   if g:numel() == 0 then return g:sum() end -- a zero of g's dtype, on its device
   if p == 2 then
