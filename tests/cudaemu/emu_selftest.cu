@@ -1,0 +1,141 @@
+// Self-test of the emulator's runtime and scheduler (emu_runtime.cc,
+// emu_cuda.h): written as CUDA, translated like engine/cuda/*.cu, and run on
+// the CPU. The emulator is what lt's kernels are judged by, so it must itself
+// run barriers and shuffles as a GPU does and refuse what a GPU refuses.
+#include <stdio.h>
+
+#include <cuda_runtime.h>
+
+static int failures = 0;
+#define CHECK(cond)                                                      \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);   \
+      failures++;                                                        \
+    }                                                                    \
+  } while (0)
+
+// A block-wide tree sum through shared memory: wrong without its barriers.
+__global__ void block_sum(const int *in, int *out) {
+  __shared__ int sh[256];
+  sh[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = sh[0];
+}
+
+// A warp butterfly: every lane ends with the warp's sum.
+__global__ void warp_sum(const double *in, double *out) {
+  double v = in[threadIdx.x];
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  out[threadIdx.x] = v + __shfl_sync(0xffffffffu, v, 3) * 0.0;
+}
+
+// 2-D blocks and grids: every thread writes its own coordinates.
+__global__ void coords(int *out) {
+  const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+  out[y * (gridDim.x * blockDim.x) + x] = (int)(y * 1000 + x);
+}
+
+// A barrier half the block never reaches: a hang on a GPU.
+__global__ void divergent_barrier(int *out) {
+  if (threadIdx.x < 16) {
+    __syncthreads();
+    out[threadIdx.x] = 1;
+  } else {
+    out[threadIdx.x] = 2;
+    // these threads wait at a second barrier the others never reach
+    __syncthreads();
+    __syncthreads();
+  }
+}
+
+// A full-mask shuffle in a block of 16 threads: undefined on a GPU.
+__global__ void short_warp_shuffle(double *out) {
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0, 1);
+}
+
+int main() {
+  int n = 0;
+  CHECK(cudaGetDeviceCount(&n) == cudaSuccess && n >= 2);
+
+  int *in = nullptr, *out = nullptr;
+  CHECK(cudaMalloc((void **)&in, 4 * 256 * sizeof(int)) == cudaSuccess);
+  CHECK(cudaMalloc((void **)&out, 4096 * sizeof(int)) == cudaSuccess);
+  for (int i = 0; i < 4 * 256; i++) in[i] = i; // device memory is host memory here
+  block_sum<<<4, 256>>>(in, out);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  for (int b = 0; b < 4; b++) {
+    const int lo = b * 256, hi = lo + 255;
+    CHECK(out[b] == (lo + hi) * 256 / 2);
+  }
+
+  double *din = nullptr, *dout = nullptr;
+  CHECK(cudaMalloc((void **)&din, 64 * sizeof(double)) == cudaSuccess);
+  CHECK(cudaMalloc((void **)&dout, 64 * sizeof(double)) == cudaSuccess);
+  for (int i = 0; i < 64; i++) din[i] = i;
+  warp_sum<<<1, 64>>>(din, dout);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  for (int i = 0; i < 64; i++) CHECK(dout[i] == (i < 32 ? 496.0 : 1520.0));
+
+  coords<<<dim3(3, 2), dim3(8, 4)>>>(out);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK(out[0] == 0 && out[23] == 23 && out[24] == 1000 && out[7 * 24 + 23] == 7023);
+
+  // What a GPU refuses or cannot finish, as errors the caller can see.
+  divergent_barrier<<<1, 32>>>(out);
+  CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
+  short_warp_shuffle<<<1, 16>>>(dout);
+  CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
+  block_sum<<<1, 2048>>>(in, out);
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  block_sum<<<0, 256>>>(in, out);
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  int host[256];
+  block_sum<<<1, 256>>>(host, out);
+  CHECK(cudaGetLastError() == cudaErrorIllegalAddress);
+
+  // A stream and memory of cuda:1 while cuda:0 is current.
+  cudaStream_t s1;
+  CHECK(cudaSetDevice(1) == cudaSuccess);
+  CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking) == cudaSuccess);
+  int *in1 = nullptr;
+  CHECK(cudaMalloc((void **)&in1, 256 * sizeof(int)) == cudaSuccess);
+  CHECK(cudaSetDevice(0) == cudaSuccess);
+  block_sum<<<1, 256, 0, s1>>>(in, out);
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+  block_sum<<<1, 256>>>(in1, out);
+  CHECK(cudaGetLastError() == cudaErrorIllegalAddress);
+  cudaEvent_t e0;
+  CHECK(cudaEventCreateWithFlags(&e0, cudaEventDisableTiming) == cudaSuccess);
+  CHECK(cudaEventRecord(e0, s1) == cudaErrorInvalidResourceHandle);
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+  CHECK(cudaGetLastError() == cudaSuccess); // cleared by the read
+  CHECK(cudaSetDevice(7) == cudaErrorInvalidDevice);
+  (void)cudaGetLastError();
+
+  // Memory limits and accounting (LT_EMU_CUDA_MEMORY, default 4 GiB).
+  size_t free0 = 0, total = 0, free1 = 0;
+  CHECK(cudaMemGetInfo(&free0, &total) == cudaSuccess);
+  void *big = nullptr;
+  CHECK(cudaMalloc(&big, total) == cudaErrorMemoryAllocation && big == nullptr);
+  (void)cudaGetLastError();
+  CHECK(cudaMalloc(&big, 1 << 20) == cudaSuccess);
+  CHECK(cudaMemGetInfo(&free1, &total) == cudaSuccess && free0 - free1 == (1u << 20));
+  CHECK(cudaFree(big) == cudaSuccess);
+  CHECK(cudaFree(host) == cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+
+  CHECK(cudaEventDestroy(e0) == cudaSuccess);
+  CHECK(cudaFree(in) == cudaSuccess && cudaFree(out) == cudaSuccess);
+  CHECK(cudaFree(din) == cudaSuccess && cudaFree(dout) == cudaSuccess);
+  CHECK(cudaSetDevice(1) == cudaSuccess && cudaFree(in1) == cudaSuccess);
+  CHECK(cudaStreamDestroy(s1) == cudaSuccess);
+  if (failures) return 1;
+  printf("emu_selftest: all checks passed\n");
+  return 0;
+}
