@@ -403,16 +403,6 @@ static lt_status plain_backward(const char *op, cudaStream_t stream, lt_tensor *
 // cuDNN answers CUDNN_STATUS_NOT_SUPPORTED, so that the caller can run the
 // plain kernels instead.
 
-// dev's cuDNN handle bound to the op's stream. The handle getter may bind a
-// stream only when it creates the handle, and lt's current stream can change
-// between calls (lt_cuda_set_stream), so every call binds it again
-// (cudnnSetStream only records the stream).
-static lt_status bn_handle(const char *op, cudaStream_t stream, lt_device dev,
-                           cudnnHandle_t *out) {
-  LT_TRY(cuda_cudnn_handle(op, dev, out));
-  CUDNN_TRY(op, cudnnSetStream, (*out, stream));
-  return LT_OK;
-}
 
 // x's [N, C, S, 1] descriptor (x's own dtype, 16-bit included) and the
 // derived per-channel one (float for 16-bit x, x's dtype otherwise: the
@@ -443,7 +433,7 @@ static lt_status cudnn_forward(const char *op, cudaStream_t stream, lt_tensor *o
   const int64_t c = x->shape[1];
   const size_t pes = lt_dtype_size(param_dtype(x->dtype));
   cudnnHandle_t h;
-  LT_TRY(bn_handle(op, stream, dev, &h));
+  LT_TRY(cuda_cudnn_handle(op, dev, &h)); // bound to the current stream: stream
   cudnn_tensor_desc xd, pd;
   LT_TRY(bn_descs(op, x, &xd, &pd));
 
@@ -516,7 +506,7 @@ static lt_status cudnn_backward(const char *op, cudaStream_t stream, lt_tensor *
   const int64_t c = x->shape[1];
   const size_t pes = lt_dtype_size(param_dtype(x->dtype));
   cudnnHandle_t h;
-  LT_TRY(bn_handle(op, stream, dev, &h));
+  LT_TRY(cuda_cudnn_handle(op, dev, &h)); // bound to the current stream: stream
   cudnn_tensor_desc xd, pd;
   LT_TRY(bn_descs(op, x, &xd, &pd));
 
