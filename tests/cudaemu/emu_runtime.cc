@@ -21,6 +21,7 @@
 //   that can never meet (a barrier some threads skip, a shuffle with an
 //   exited lane) are reported as a launch failure instead of hanging.
 // - Errors are kept for cudaGetLastError as the runtime keeps them.
+// - LT_EMU_THREAD_ORDER=reverse starts a block's threads last first.
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,10 @@ struct block_run {
   void *scheduler_sp = nullptr;
   const emu::kernel_body *body = nullptr;
   unsigned nthreads = 0, next_unstarted = 0, done = 0;
+  // LT_EMU_THREAD_ORDER=reverse: threads start, and leave barriers, last
+  // first. Code that reads what another thread wrote without a barrier
+  // between works in at most one of the two orders.
+  bool reverse = false;
   // Threads a barrier let go, resumed in this order (a queue: ready_head
   // is the next one).
   std::vector<unsigned> ready;
@@ -186,7 +191,8 @@ extern "C" void emu_fiber_entry() {
   __sanitizer_finish_switch_fiber(nullptr, &run.sched_stack_bottom, &run.sched_stack_size);
 #endif
   while (run.next_unstarted < run.nthreads) {
-    const unsigned t = run.next_unstarted++;
+    const unsigned k = run.next_unstarted++;
+    const unsigned t = run.reverse ? run.nthreads - 1 - k : k;
     thread &th = run.threads[t];
     th.state = RUNNABLE;
     th.fiber = me;
@@ -324,7 +330,8 @@ bool run_block(dim3 block) {
 
 // Lets every thread of [lo, hi) go on (they all wait at one barrier).
 void release(unsigned lo, unsigned hi) {
-  for (unsigned i = lo; i < hi; i++) {
+  for (unsigned k = lo; k < hi; k++) {
+    const unsigned i = run.reverse ? hi - 1 - (k - lo) : k;
     run.threads[i].state = RUNNABLE;
     run.ready.push_back(i);
   }
@@ -447,6 +454,11 @@ void run_kernel(const char *file, int line, dim3 grid, dim3 block, size_t shmem,
     return;
   }
   std::lock_guard<std::mutex> hold(state_lock);
+  static const bool reverse = [] {
+    const char *o = getenv("LT_EMU_THREAD_ORDER");
+    return o && strcmp(o, "reverse") == 0;
+  }();
+  run.reverse = reverse;
   run.body = &body;
   run.error = nullptr;
   coords.grid_dim = grid;
@@ -535,6 +547,10 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   if (bytes > device_bytes() - used_bytes[current_device]) return fail(cudaErrorMemoryAllocation);
   void *p = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
   if (!p) return fail(cudaErrorMemoryAllocation);
+  // Fresh device memory holds garbage on a GPU: here all one bits (NaN in
+  // every float type, -1 in integers), so a kernel that reads what nothing
+  // wrote gives a result the comparison with the CPU cannot miss.
+  memset(p, 0xFF, bytes);
   allocations[p] = std::make_pair(current_device, bytes);
   used_bytes[current_device] += bytes;
   *ptr = p;
