@@ -1,5 +1,6 @@
 // sum/mean/prod and max/min with indices, as tree reductions: one block per
-// output element (a grid-stride loop over outputs), each thread folding a
+// output element (a grid-stride loop over outputs; short rows take a thread
+// per output instead), each thread folding a
 // strided share of the reduced elements, then a shared-memory tree. Floats
 // accumulate in double and integers in wrapping int64, as on the CPU; the
 // order depends only on the shapes, so results are the same on every run.
@@ -134,6 +135,33 @@ __global__ void reduce_kernel(reduce_geom g, int op, bool floating, int64_t part
   }
 }
 
+// Short rows (at most REDUCE_SHORT_ROW reduced elements, as a sum over a
+// small last dim): one thread per output, folding its row in order. The
+// block-per-output kernel would keep 256 threads and eight barriers busy for
+// a few elements per output.
+#define REDUCE_SHORT_ROW 32
+
+__global__ void reduce_rows_kernel(reduce_geom g, int op, bool floating, char *out, int out_dtype,
+                                   int64_t out_esize) {
+  const bool prod = op == LT_REDUCE_PROD;
+  for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.kept.numel;
+       o += (int64_t)blockDim.x * gridDim.x) {
+    const char *base = g.base + dims_offset(g.kept, o);
+    accum a = {prod ? 1.0 : 0.0, prod ? (uint64_t)1 : (uint64_t)0};
+    for (int64_t r = 0; r < g.reduced.numel; r++) {
+      const char *q = base + dims_offset(g.reduced, r);
+      if (floating) {
+        const double v = cuda_load<double>(q, g.dtype);
+        a.f = prod ? a.f * v : a.f + v;
+      } else {
+        const uint64_t v = (uint64_t)cuda_load<int64_t>(q, g.dtype);
+        a.i = prod ? a.i * v : a.i + v;
+      }
+    }
+    store_accum(a, op, floating, g.reduced.numel, out + o * out_esize, out_dtype);
+  }
+}
+
 // Each output's parts combined in part order.
 __global__ void reduce_finish_kernel(const accum *partial, int64_t nout, int64_t parts, int op,
                                      bool floating, int64_t count, char *out, int out_dtype,
@@ -191,6 +219,11 @@ lt_status cuda_reduce(lt_reduce_op op, lt_tensor *out, const lt_tensor *in, cons
   const bool floating = lt_dtype_is_floating(in->dtype);
   char *o = (char *)cuda_bytes(out);
   const int64_t es = (int64_t)lt_dtype_size(out->dtype);
+  if (g.reduced.numel <= REDUCE_SHORT_ROW) {
+    reduce_rows_kernel<<<cuda_blocks_for(g.kept.numel), CUDA_THREADS, 0, stream>>>(
+        g, (int)op, floating, o, (int)out->dtype, es);
+    return cuda_check_launch(name, "reduce_rows_kernel");
+  }
   int64_t parts, chunk;
   reduce_split(g.kept.numel, g.reduced.numel, &parts, &chunk);
   // Given back at scope end while the kernels may be queued: safe on the
@@ -301,6 +334,28 @@ __global__ void reduce_index_kernel(reduce_geom g, bool is_max, bool floating, i
   }
 }
 
+// Short rows, a thread per output (as reduce_rows_kernel).
+__global__ void reduce_index_rows_kernel(reduce_geom g, bool is_max, bool floating, int64_t esize,
+                                         char *values, int64_t *indices, int64_t index_base) {
+  for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.kept.numel;
+       o += (int64_t)blockDim.x * gridDim.x) {
+    const char *base = g.base + dims_offset(g.kept, o);
+    double bf = 0;
+    int64_t bi = 0, bk = -1;
+    for (int64_t r = 0; r < g.reduced.numel; r++) {
+      const char *q = base + dims_offset(g.reduced, r);
+      if (floating) {
+        const double v = cuda_load<double>(q, g.dtype);
+        if (better_float(is_max, v, r, bf, bk)) bf = v, bk = r;
+      } else {
+        const int64_t v = cuda_load<int64_t>(q, g.dtype);
+        if (better_int(is_max, v, r, bi, bk)) bi = v, bk = r;
+      }
+    }
+    write_best(g, base, bk, esize, values, indices, index_base, o);
+  }
+}
+
 // Each output's parts combined in part order (ties: the first position).
 __global__ void reduce_index_finish_kernel(reduce_geom g, bool is_max, bool floating,
                                            int64_t esize, int64_t parts, const best *partial,
@@ -334,6 +389,11 @@ lt_status cuda_reduce_index(bool is_max, lt_tensor *values, lt_tensor *indices,
   const int64_t esize = (int64_t)lt_dtype_size(in->dtype);
   char *v = values ? (char *)cuda_bytes(values) : NULL;
   int64_t *ix = indices ? (int64_t *)cuda_bytes(indices) : NULL;
+  if (g.reduced.numel <= REDUCE_SHORT_ROW) {
+    reduce_index_rows_kernel<<<cuda_blocks_for(g.kept.numel), CUDA_THREADS, 0, stream>>>(
+        g, is_max, floating, esize, v, ix, index_base);
+    return cuda_check_launch(name, "reduce_index_rows_kernel");
+  }
   int64_t parts, chunk;
   reduce_split(g.kept.numel, g.reduced.numel, &parts, &chunk);
   cuda_workspace ws; // see cuda_reduce

@@ -124,6 +124,11 @@ local function add_elementwise(add, dtype, shape)
   add("mean_first", function() return compare(function(x) return x:mean(1) end, {a}) end)
   add("max_last", function() return compare(function(x) return (x:max(-1)) end, {a}) end)
   add("argmax", function() return compare(function(x) return x:argmax(-1) end, {a}) end)
+  -- Over the first dim: rows of 3 to 33 elements (the short-row kernels),
+  -- with ties and NaNs, whose winner is the first position.
+  local ties = lt.where(a:gt(1.5), lt.full(shape, 0 / 0, {dtype = dtype}), (a * 2):round())
+  add("max_first_ties", function() return compare(function(x) return (x:max(1)) end, {ties}) end)
+  add("argmin_first_ties", function() return compare(function(x) return x:argmin(1) end, {ties}) end)
   add("transpose", function() return compare(function(x) return x:t():contiguous() end,
     {#shape == 2 and a or a:reshape(-1, shape[#shape])}) end)
 end
