@@ -42,7 +42,11 @@ const char *cuda_blas_load_error(void);
  * runs cuBLAS without one), else 32 MiB on compute capability 9.x and later
  * (cuBLAS's recommendation for Hopper) and 8 MiB before. A malformed
  * LT_CUBLAS_WORKSPACE_BYTES is an LT_ERR_ARG naming the variable, op and the
- * value, from every GEMM, so that it cannot go unnoticed. */
+ * value, from every GEMM, so that it cannot go unnoticed. cuBLAS documents
+ * that a workspace under 16 KiB may make some routines fail with
+ * CUBLAS_STATUS_ALLOC_FAILED; such a GEMM then fails with that status named
+ * (the variable is for experiments, and 0 is what PyTorch's
+ * CUBLAS_WORKSPACE_CONFIG=:0:0 asks for too). */
 lt_status cuda_blas_workspace_bytes(const char *op, lt_device dev, size_t *bytes);
 
 /* The workspace of (dev, stream) for cuBLAS and cuBLASLt: taken from the
