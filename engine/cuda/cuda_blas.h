@@ -45,8 +45,7 @@ const char *cuda_blas_load_error(void);
  * value, from every GEMM, so that it cannot go unnoticed. cuBLAS documents
  * that a workspace under 16 KiB may make some routines fail with
  * CUBLAS_STATUS_ALLOC_FAILED; such a GEMM then fails with that status named
- * (the variable is for experiments, and 0 is what PyTorch's
- * CUBLAS_WORKSPACE_CONFIG=:0:0 asks for too). */
+ * (the variable is for experiments). */
 lt_status cuda_blas_workspace_bytes(const char *op, lt_device dev, size_t *bytes);
 
 /* The workspace of (dev, stream) for cuBLAS and cuBLASLt: taken from the
