@@ -26,8 +26,9 @@
 // Every failure prints one line on stderr ("emu_cublas: <function>: <why>"):
 // a status alone rarely says which argument was wrong.
 //
-// The emulator's device memory is host memory and its streams are
-// synchronous, so each call does its work before it returns. Products are
+// The emulator's device memory is host memory; each call first runs the work
+// queued on its stream (emu_stream_drain), then does its own before it
+// returns. Products are
 // accumulated in double whatever the types (at least as accurate as any
 // cuBLAS algorithm, which is what a reference wants); alpha, beta, C and the
 // bias are applied in double, and the result is rounded once to the output
@@ -56,7 +57,7 @@
 // callers), so defining them here gives typed handles without casts.
 
 struct cublasContext {
-  cudaStream_t stream = nullptr;  // kept for the API only: the emulator is synchronous
+  cudaStream_t stream = nullptr;  // whose queued work runs before each GEMM
   void *workspace = nullptr;      // nullptr: cuBLAS's own pool, nothing to emulate
   size_t workspace_bytes = 0;
   cublasMath_t math = CUBLAS_DEFAULT_MATH;  // has no effect on a double-accumulating reference
@@ -65,6 +66,11 @@ struct cublasContext {
 struct cublasLtContext {
   int unused = 0;  // cuBLASLt takes stream and workspace per call: nothing to keep
 };
+
+// The emulated runtime's streams run their queued work only when it is
+// needed; a GEMM reads its inputs now, so the work queued before it on its
+// stream runs first (emu_runtime.cc exports this; absent in the self-test).
+extern "C" void emu_stream_drain(cudaStream_t stream) __attribute__((weak));
 
 namespace {
 
@@ -413,6 +419,7 @@ cublasStatus_t gemm_ex(const char *fn, cublasHandle_t h, cublasOperation_t ta,
                        cublasComputeType_t compute, cublasGemmAlgo_t algo) {
   cublasStatus_t s = check_handle(fn, h);
   if (s != CUBLAS_STATUS_SUCCESS) return s;
+  if (emu_stream_drain) emu_stream_drain(h->stream);
   const cublasStatus_t bad = CUBLAS_STATUS_INVALID_VALUE;
   if (m < 0 || n < 0 || k < 0) return fail(bad, fn, "m = %d, n = %d, k = %d: negative", m, n, k);
   if (batch < 0) return fail(bad, fn, "batchCount = %d is negative", batch);
@@ -1035,8 +1042,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
                               const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
                               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo,
                               void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
-  (void)stream;  // synchronous: the work is done before returning
   const char *fn = "cublasLtMatmul";
+  if (emu_stream_drain) emu_stream_drain(stream);
   const cublasStatus_t bad = CUBLAS_STATUS_INVALID_VALUE;
   if (!lt_handles().contains(lightHandle))
     return fail(CUBLAS_STATUS_NOT_INITIALIZED, fn, "%p is not a live cuBLASLt handle",

@@ -45,15 +45,17 @@ void syncthreads(const char *file, int line);
 uint64_t warp_exchange(unsigned mask, uint64_t bits, int src_lane, const char *what);
 int lane_id();
 
-// One kernel launch, run to completion on the CPU. body runs one thread (the
-// coordinates are in coords). Configuration errors are kept for
-// cudaGetLastError, as the runtime does, and nothing runs.
+// One kernel launch: checked when it is made (configuration errors are kept
+// for cudaGetLastError, as the runtime does, and nothing runs), then queued
+// on its stream and run to completion on the CPU when the stream's work is
+// needed (emu_runtime.cc). body runs one thread (the coordinates are in
+// coords); run_kernel owns it.
 struct kernel_body {
   virtual void run() const = 0;
   virtual ~kernel_body() {}
 };
 void run_kernel(const char *file, int line, dim3 grid, dim3 block, size_t shmem,
-                cudaStream_t stream, const kernel_body &body);
+                cudaStream_t stream, kernel_body *body);
 // Whether p points into memory a kernel on the current device may touch
 // (its device memory or pinned host memory); prints what it is not.
 bool kernel_may_touch(const void *p, const char *file, int line, int arg);
@@ -66,7 +68,6 @@ template <class A> inline bool check_arg(const A &a, const char *file, int line,
   else
     return true;
 }
-
 template <class... A> struct launch {
   const char *file;
   int line;
@@ -94,15 +95,15 @@ struct cfg {
 
 // `kernel | cfg(...)(args...)`: found by argument-dependent lookup on launch.
 template <class... P, class... A> void operator|(void (*kernel)(P...), const launch<A...> &l) {
+  // The arguments are copied with the launch, as CUDA copies them.
   struct body_t : kernel_body {
     void (*kernel)(P...);
-    const std::tuple<A...> *args;
+    std::tuple<A...> args;
+    body_t(void (*k)(P...), const std::tuple<A...> &a) : kernel(k), args(a) {}
     void run() const override {
-      std::apply([this](const A &...a) { kernel(a...); }, *args);
+      std::apply([this](const A &...a) { kernel(a...); }, args);
     }
-  } body;
-  body.kernel = kernel;
-  body.args = &l.args;
+  };
   bool ok = true;
   std::apply(
       [&l, &ok](const A &...a) {
@@ -111,7 +112,7 @@ template <class... P, class... A> void operator|(void (*kernel)(P...), const lau
       },
       l.args);
   if (!ok) return;
-  run_kernel(l.file, l.line, l.grid, l.block, l.shmem, l.stream, body);
+  run_kernel(l.file, l.line, l.grid, l.block, l.shmem, l.stream, new body_t(kernel, l.args));
 }
 
 template <class T> inline uint64_t to_bits(T v) {

@@ -11,10 +11,9 @@
 // - LT_EMU_CUDA_DEVICES devices (default 2), LT_EMU_CUDA_MEMORY bytes each
 //   (default 4 GiB); device memory is host memory, so a kernel that reads
 //   past an allocation trips the sanitizer build.
-// - Streams and events are handles that remember their device; every
-//   operation runs when it is queued, so they never wait. Using a stream or
-//   event of one device while another is current is an error where CUDA
-//   makes it one (kernel launches, event records).
+// - Streams are queues (see CUstream_st) and events mark a place in one.
+//   Using a stream or event of one device while another is current is an
+//   error where CUDA makes it one (kernel launches, event records).
 // - A kernel runs block by block; each thread of a block is a fiber
 //   (a stack of its own) that runs until it waits at __syncthreads or a warp shuffle,
 //   and the barrier opens when every thread it names has arrived. Threads
@@ -27,7 +26,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -46,13 +48,24 @@
 #define EMU_ASAN 0
 #endif
 
+// A stream is a queue of work (kernels, copies, fills, waits) that runs in
+// order when the host needs it (a synchronize, a blocking copy, a query, a
+// wait of another stream's work that reaches it), never sooner: so work that
+// the program forgot to order after another stream's, and host memory read
+// or written while a copy that uses it is still queued, give wrong results
+// instead of working by luck. LT_EMU_STREAMS=eager runs everything at once.
 struct CUstream_st {
   int device;
+  std::deque<std::function<void()>> queue;
+  uint64_t submitted = 0, completed = 0; // work items queued and run
+  bool running = false;
 };
 struct CUevent_st {
   int device;
   unsigned flags;
   bool recorded;
+  CUstream_st *stream; // where it was last recorded
+  uint64_t seq;        // complete once stream->completed reaches it
 };
 
 namespace {
@@ -62,7 +75,10 @@ const int max_devices = 8;
 thread_local int current_device = 0;
 thread_local cudaError_t last_error = cudaSuccess;
 
-std::mutex state_lock; // the allocation table and the scheduler
+// The allocation table, the streams and the scheduler. Recursive: running a
+// stream's work can run another's (a wait) and check pointers.
+std::recursive_mutex state_lock;
+using hold_t = std::lock_guard<std::recursive_mutex>;
 std::map<void *, std::pair<int, size_t>> allocations; // ptr -> (device, bytes)
 std::map<void *, size_t> pinned;                         // cudaHostAlloc: ptr -> bytes
 size_t used_bytes[max_devices];
@@ -89,10 +105,81 @@ size_t device_bytes() { return (size_t)env_long("LT_EMU_CUDA_MEMORY", 4L << 30);
 
 bool valid_device(int d) { return d >= 0 && d < device_count(); }
 
-// 0, cudaStreamLegacy and cudaStreamPerThread mean the current device's.
-int stream_device(cudaStream_t s) {
-  if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) return current_device;
-  return s->device;
+bool lazy() {
+  static const bool v = [] {
+    const char *o = getenv("LT_EMU_STREAMS");
+    return !(o && strcmp(o, "eager") == 0);
+  }();
+  return v;
+}
+
+std::vector<CUstream_st *> streams; // every live stream, the default ones included
+CUstream_st *default_streams[max_devices];
+cudaError_t deferred_error = cudaSuccess; // a queued kernel that failed, for the next sync
+
+// 0, cudaStreamLegacy and cudaStreamPerThread mean the current device's
+// default stream.
+CUstream_st *stream_of(cudaStream_t s) {
+  if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    CUstream_st *&d = default_streams[current_device];
+    if (!d) {
+      d = new CUstream_st();
+      d->device = current_device;
+      streams.push_back(d);
+    }
+    return d;
+  }
+  return s;
+}
+
+int stream_device(cudaStream_t s) { return stream_of(s)->device; }
+
+// Runs s's queued work until `upto` items in all have run.
+void run_until(CUstream_st *s, uint64_t upto) {
+  if (s->running && s->completed < upto) {
+    fprintf(stderr, "cuda emulator: streams wait on each other in a cycle\n");
+    abort();
+  }
+  s->running = true;
+  while (s->completed < upto) {
+    std::function<void()> work = std::move(s->queue.front());
+    s->queue.pop_front();
+    work();
+    s->completed++;
+  }
+  s->running = false;
+}
+
+void run_all(CUstream_st *s) { run_until(s, s->submitted); }
+
+void run_every_stream() {
+  for (size_t i = 0; i < streams.size(); i++) run_all(streams[i]);
+}
+
+void enqueue(CUstream_st *s, std::function<void()> work) {
+  s->queue.push_back(std::move(work));
+  s->submitted++;
+  if (!lazy()) run_all(s);
+}
+
+bool is_device_memory(const void *p) {
+  auto it = allocations.upper_bound((void *)p);
+  if (it == allocations.begin()) return false;
+  --it;
+  return (const char *)p < (const char *)it->first + it->second.second;
+}
+
+bool is_pinned(const void *p) {
+  auto h = pinned.upper_bound((void *)p);
+  if (h == pinned.begin()) return false;
+  --h;
+  return (const char *)p < (const char *)h->first + h->second;
+}
+
+cudaError_t take_deferred() {
+  cudaError_t e = deferred_error;
+  deferred_error = cudaSuccess;
+  return e == cudaSuccess ? e : fail(e);
 }
 
 // ---- fibers ----
@@ -410,7 +497,7 @@ uint64_t warp_exchange(unsigned mask, uint64_t bits, int src_lane, const char *w
 }
 
 bool kernel_may_touch(const void *p, const char *file, int line, int arg) {
-  std::lock_guard<std::mutex> hold(state_lock);
+  hold_t hold(state_lock);
   auto it = allocations.upper_bound((void *)p);
   if (it != allocations.begin()) {
     --it;
@@ -437,23 +524,9 @@ bool kernel_may_touch(const void *p, const char *file, int line, int arg) {
   return false;
 }
 
-void run_kernel(const char *file, int line, dim3 grid, dim3 block, size_t shmem,
-                cudaStream_t stream, const kernel_body &body) {
-  cudaError_t e = check_config(grid, block, shmem);
-  if (e != cudaSuccess) {
-    fail(e);
-    return;
-  }
-  if (!valid_device(current_device)) {
-    fail(cudaErrorInvalidDevice);
-    return;
-  }
-  if (stream_device(stream) != current_device) {
-    // The runtime refuses a stream of another device for a launch.
-    fail(cudaErrorInvalidResourceHandle);
-    return;
-  }
-  std::lock_guard<std::mutex> hold(state_lock);
+// Runs every block of a queued launch.
+static void execute_kernel(const char *file, int line, dim3 grid, dim3 block,
+                           const kernel_body &body) {
   static const bool reverse = [] {
     const char *o = getenv("LT_EMU_THREAD_ORDER");
     return o && strcmp(o, "reverse") == 0;
@@ -470,11 +543,34 @@ void run_kernel(const char *file, int line, dim3 grid, dim3 block, size_t shmem,
         if (!run_block(block)) {
           fprintf(stderr, "cuda emulator: kernel launched at %s:%d, block (%u,%u,%u): %s\n", file,
                   line, x, y, z, run.error);
-          // A kernel that cannot finish is a device fault: sticky on a GPU.
-          fail(cudaErrorLaunchFailure);
+          // A kernel that cannot finish is a device fault, reported by the
+          // next call that waits for the stream (and by cudaGetLastError).
+          deferred_error = last_error = cudaErrorLaunchFailure;
           return;
         }
       }
+}
+
+void run_kernel(const char *file, int line, dim3 grid, dim3 block, size_t shmem,
+                cudaStream_t stream, kernel_body *body) {
+  std::unique_ptr<kernel_body> owned(body);
+  cudaError_t e = check_config(grid, block, shmem);
+  if (e != cudaSuccess) {
+    fail(e);
+    return;
+  }
+  if (!valid_device(current_device)) {
+    fail(cudaErrorInvalidDevice);
+    return;
+  }
+  hold_t hold(state_lock);
+  if (stream_device(stream) != current_device) {
+    // The runtime refuses a stream of another device for a launch.
+    fail(cudaErrorInvalidResourceHandle);
+    return;
+  }
+  std::shared_ptr<kernel_body> k(owned.release());
+  enqueue(stream_of(stream), [=] { execute_kernel(file, line, grid, block, *k); });
 }
 
 }  // namespace emu
@@ -482,6 +578,13 @@ void run_kernel(const char *file, int line, dim3 grid, dim3 block, size_t shmem,
 // ---- the runtime API ----
 
 extern "C" {
+
+// For the emulated libraries (emu_cublas.cc, emu_cudnn.cc), which compute
+// when called: the work queued on stream before the call runs first.
+void emu_stream_drain(cudaStream_t stream) {
+  hold_t hold(state_lock);
+  run_all(stream_of(stream));
+}
 
 cudaError_t cudaGetLastError(void) {
   cudaError_t e = last_error;
@@ -536,14 +639,18 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) 
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-  return valid_device(current_device) ? cudaSuccess : fail(cudaErrorInvalidDevice);
+  if (!valid_device(current_device)) return fail(cudaErrorInvalidDevice);
+  hold_t hold(state_lock);
+  for (CUstream_st *st : streams)
+    if (st->device == current_device) run_all(st);
+  return take_deferred();
 }
 
 cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   *ptr = nullptr;
   if (!valid_device(current_device)) return fail(cudaErrorInvalidDevice);
   if (bytes == 0) return cudaSuccess;
-  std::lock_guard<std::mutex> hold(state_lock);
+  hold_t hold(state_lock);
   if (bytes > device_bytes() - used_bytes[current_device]) return fail(cudaErrorMemoryAllocation);
   void *p = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
   if (!p) return fail(cudaErrorMemoryAllocation);
@@ -559,7 +666,8 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
 
 cudaError_t cudaFree(void *ptr) {
   if (!ptr) return cudaSuccess;
-  std::lock_guard<std::mutex> hold(state_lock);
+  hold_t hold(state_lock);
+  run_every_stream(); // cudaFree waits for the device, and queued work may use ptr
   auto it = allocations.find(ptr);
   if (it == allocations.end()) return fail(cudaErrorInvalidValue);
   used_bytes[it->second.first] -= it->second.second;
@@ -570,7 +678,7 @@ cudaError_t cudaFree(void *ptr) {
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
   if (!valid_device(current_device)) return fail(cudaErrorInvalidDevice);
-  std::lock_guard<std::mutex> hold(state_lock);
+  hold_t hold(state_lock);
   *total = device_bytes();
   *free_bytes = *total - used_bytes[current_device];
   return cudaSuccess;
@@ -580,14 +688,15 @@ cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned int flags) {
   (void)flags;
   *ptr = aligned_alloc(256, ((bytes ? bytes : 1) + 255) & ~(size_t)255);
   if (!*ptr) return fail(cudaErrorMemoryAllocation);
-  std::lock_guard<std::mutex> hold(state_lock);
+  hold_t hold(state_lock);
   pinned[*ptr] = bytes;
   return cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void *ptr) {
   if (!ptr) return cudaSuccess;
-  std::lock_guard<std::mutex> hold(state_lock);
+  hold_t hold(state_lock);
+  run_every_stream(); // as cudaFree: queued copies may still read it
   if (!pinned.erase(ptr)) return fail(cudaErrorInvalidValue);
   free(ptr);
   return cudaSuccess;
@@ -595,71 +704,115 @@ cudaError_t cudaFreeHost(void *ptr) {
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  (void)kind, (void)stream;
-  if (bytes && (!dst || !src)) return fail(cudaErrorInvalidValue);
-  if (bytes) memmove(dst, src, bytes);
+  (void)kind; // the pointers say what they are
+  if (bytes == 0) return cudaSuccess;
+  if (!dst || !src) return fail(cudaErrorInvalidValue);
+  hold_t hold(state_lock);
+  CUstream_st *s = stream_of(stream);
+  const bool src_host = !is_device_memory(src) && !is_pinned(src);
+  const bool dst_host = !is_device_memory(dst) && !is_pinned(dst);
+  if (src_host) {
+    // From pageable memory the runtime stages the bytes before it returns;
+    // they reach the device in stream order.
+    std::shared_ptr<std::vector<char>> staged(
+        new std::vector<char>((const char *)src, (const char *)src + bytes));
+    enqueue(s, [=] { memcpy(dst, staged->data(), bytes); });
+    return cudaSuccess;
+  }
+  if (dst_host) {
+    // Into pageable memory it returns once the copy is done.
+    enqueue(s, [=] { memmove(dst, src, bytes); });
+    run_all(s);
+    return take_deferred();
+  }
+  enqueue(s, [=] { memmove(dst, src, bytes); }); // device or pinned memory: queued
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
                                 size_t bytes, cudaStream_t stream) {
-  (void)stream;
   if (!valid_device(dst_device) || !valid_device(src_device)) return fail(cudaErrorInvalidDevice);
-  if (bytes && (!dst || !src)) return fail(cudaErrorInvalidValue);
-  if (bytes) memmove(dst, src, bytes);
+  if (bytes == 0) return cudaSuccess;
+  if (!dst || !src) return fail(cudaErrorInvalidValue);
+  hold_t hold(state_lock);
+  enqueue(stream_of(stream), [=] { memmove(dst, src, bytes); });
   return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream) {
-  (void)stream;
-  if (bytes && !dst) return fail(cudaErrorInvalidValue);
-  if (bytes) memset(dst, value, bytes);
+  if (bytes == 0) return cudaSuccess;
+  if (!dst) return fail(cudaErrorInvalidValue);
+  hold_t hold(state_lock);
+  enqueue(stream_of(stream), [=] { memset(dst, value, bytes); });
   return cudaSuccess;
 }
 
 cudaError_t cudaMemset2DAsync(void *dst, size_t pitch, int value, size_t width, size_t height,
                               cudaStream_t stream) {
-  (void)stream;
   if (width > pitch && height > 1) return fail(cudaErrorInvalidValue);
-  for (size_t r = 0; r < height; r++) memset((char *)dst + r * pitch, value, width);
+  hold_t hold(state_lock);
+  enqueue(stream_of(stream), [=] {
+    for (size_t r = 0; r < height; r++) memset((char *)dst + r * pitch, value, width);
+  });
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags) {
-  (void)flags;
+  (void)flags; // lt's are non-blocking; the legacy stream's implicit waits are not emulated
   if (!valid_device(current_device)) return fail(cudaErrorInvalidDevice);
-  *stream = new CUstream_st{current_device};
+  hold_t hold(state_lock);
+  CUstream_st *s = new CUstream_st();
+  s->device = current_device;
+  streams.push_back(s);
+  *stream = s;
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
+  hold_t hold(state_lock);
   *device = stream_device(stream);
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (!stream) return fail(cudaErrorInvalidResourceHandle);
+  hold_t hold(state_lock);
+  run_all(stream); // its queued work still completes
+  for (size_t i = 0; i < streams.size(); i++)
+    if (streams[i] == stream) streams.erase(streams.begin() + (long)i);
   delete stream;
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  (void)stream;
-  return cudaSuccess;
+  hold_t hold(state_lock);
+  run_all(stream_of(stream));
+  return take_deferred();
 }
 
+// Unfinished work is not ready now, and runs, so that a loop of queries ends.
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  (void)stream;
-  return cudaSuccess;
+  hold_t hold(state_lock);
+  CUstream_st *s = stream_of(stream);
+  if (s->completed == s->submitted) return cudaSuccess;
+  run_all(s);
+  return cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  (void)stream, (void)flags;
-  return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+  (void)flags;
+  if (!event) return fail(cudaErrorInvalidResourceHandle);
+  hold_t hold(state_lock);
+  if (!event->recorded) return cudaSuccess; // nothing to wait for
+  CUstream_st *other = event->stream;
+  const uint64_t seq = event->seq; // the record current now, as CUDA takes it
+  enqueue(stream_of(stream), [=] { run_until(other, seq); });
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
   if (!valid_device(current_device)) return fail(cudaErrorInvalidDevice);
-  *event = new CUevent_st{current_device, flags, false};
+  *event = new CUevent_st{current_device, flags, false, nullptr, 0};
   return cudaSuccess;
 }
 
@@ -671,25 +824,40 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event) return fail(cudaErrorInvalidResourceHandle);
+  hold_t hold(state_lock);
+  CUstream_st *s = stream_of(stream);
   // "event and stream must be on the same device" (the runtime's rule).
-  if (stream_device(stream) != event->device) return fail(cudaErrorInvalidResourceHandle);
+  if (s->device != event->device) return fail(cudaErrorInvalidResourceHandle);
   event->recorded = true;
+  event->stream = s;
+  event->seq = s->submitted; // complete when the work queued so far has run
   return cudaSuccess;
 }
 
+// As cudaStreamQuery: not ready while its work is queued, which then runs.
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+  if (!event) return fail(cudaErrorInvalidResourceHandle);
+  hold_t hold(state_lock);
+  if (!event->recorded || event->stream->completed >= event->seq) return cudaSuccess;
+  run_until(event->stream, event->seq);
+  return cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+  if (!event) return fail(cudaErrorInvalidResourceHandle);
+  hold_t hold(state_lock);
+  if (event->recorded) run_until(event->stream, event->seq);
+  return take_deferred();
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
   if (!start || !end) return fail(cudaErrorInvalidResourceHandle);
   if ((start->flags | end->flags) & cudaEventDisableTiming) return fail(cudaErrorInvalidResourceHandle);
   if (!start->recorded || !end->recorded) return fail(cudaErrorInvalidResourceHandle);
-  *ms = 0.0f; // everything ran when it was queued
+  hold_t hold(state_lock);
+  if (start->stream->completed < start->seq || end->stream->completed < end->seq)
+    return fail(cudaErrorNotReady);
+  *ms = 0.0f; // the emulator has no clock of the device's
   return cudaSuccess;
 }
 

@@ -3,6 +3,7 @@
 // the CPU. The emulator is what lt's kernels are judged by, so it must itself
 // run barriers and shuffles as a GPU does and refuse what a GPU refuses.
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cuda_runtime.h>
 
@@ -69,6 +70,7 @@ int main() {
   for (int i = 0; i < 4 * 256; i++) in[i] = i; // device memory is host memory here
   block_sum<<<4, 256>>>(in, out);
   CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess); // queued work runs when waited for
   for (int b = 0; b < 4; b++) {
     const int lo = b * 256, hi = lo + 255;
     CHECK(out[b] == (lo + hi) * 256 / 2);
@@ -80,16 +82,21 @@ int main() {
   for (int i = 0; i < 64; i++) din[i] = i;
   warp_sum<<<1, 64>>>(din, dout);
   CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
   for (int i = 0; i < 64; i++) CHECK(dout[i] == (i < 32 ? 496.0 : 1520.0));
 
   coords<<<dim3(3, 2), dim3(8, 4)>>>(out);
   CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
   CHECK(out[0] == 0 && out[23] == 23 && out[24] == 1000 && out[7 * 24 + 23] == 7023);
 
   // What a GPU refuses or cannot finish, as errors the caller can see.
+  // (A kernel that cannot finish fails when its stream is waited for.)
   divergent_barrier<<<1, 32>>>(out);
+  CHECK(cudaDeviceSynchronize() == cudaErrorLaunchFailure);
   CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
   short_warp_shuffle<<<1, 16>>>(dout);
+  CHECK(cudaDeviceSynchronize() == cudaErrorLaunchFailure);
   CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
   block_sum<<<1, 2048>>>(in, out);
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
@@ -117,6 +124,49 @@ int main() {
   CHECK(cudaGetLastError() == cudaSuccess); // cleared by the read
   CHECK(cudaSetDevice(7) == cudaErrorInvalidDevice);
   (void)cudaGetLastError();
+
+  // Streams run their work when it is needed, so an order the program did
+  // not ask for is not there by luck: a kernel on stream b that reads what
+  // stream a writes sees it only after b waits for a's event.
+  if (!getenv("LT_EMU_STREAMS")) {
+    cudaStream_t a, b;
+    cudaEvent_t written;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking) == cudaSuccess);
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking) == cudaSuccess);
+    CHECK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming) == cudaSuccess);
+    for (int i = 0; i < 256; i++) in[i] = 1;
+    CHECK(cudaMemsetAsync(in, 0, 256 * sizeof(int), a) == cudaSuccess); // a: zeros
+    block_sum<<<1, 256, 0, b>>>(in, out);                                // b: no wait
+    CHECK(cudaStreamSynchronize(b) == cudaSuccess);
+    CHECK(out[0] == 256); // ran before a's memset: the missing wait shows
+    CHECK(cudaEventQuery(written) == cudaSuccess); // never recorded
+    CHECK(cudaMemsetAsync(in, 0, 256 * sizeof(int), a) == cudaSuccess);
+    CHECK(cudaEventRecord(written, a) == cudaSuccess);
+    CHECK(cudaStreamWaitEvent(b, written, 0) == cudaSuccess);
+    for (int i = 0; i < 256; i++) in[i] = 1; // undone by a's queued memset
+    block_sum<<<1, 256, 0, b>>>(in, out);
+    CHECK(cudaStreamQuery(b) == cudaErrorNotReady); // queued; a query makes it run
+    CHECK(cudaStreamQuery(b) == cudaSuccess);
+    CHECK(out[0] == 0);
+    // A copy from pinned memory reads it when it runs, not when it is queued.
+    int *pin = nullptr;
+    CHECK(cudaHostAlloc((void **)&pin, 256 * sizeof(int), 0) == cudaSuccess);
+    for (int i = 0; i < 256; i++) pin[i] = 2;
+    CHECK(cudaMemcpyAsync(in, pin, 256 * sizeof(int), cudaMemcpyHostToDevice, a) == cudaSuccess);
+    for (int i = 0; i < 256; i++) pin[i] = 3; // too early: the copy is still queued
+    CHECK(cudaStreamSynchronize(a) == cudaSuccess);
+    CHECK(in[0] == 3);
+    // From pageable memory the bytes are taken at the call.
+    int page[256];
+    for (int i = 0; i < 256; i++) page[i] = 4;
+    CHECK(cudaMemcpyAsync(in, page, sizeof page, cudaMemcpyHostToDevice, a) == cudaSuccess);
+    page[0] = 5;
+    CHECK(cudaStreamSynchronize(a) == cudaSuccess);
+    CHECK(in[0] == 4);
+    CHECK(cudaFreeHost(pin) == cudaSuccess);
+    CHECK(cudaEventDestroy(written) == cudaSuccess);
+    CHECK(cudaStreamDestroy(a) == cudaSuccess && cudaStreamDestroy(b) == cudaSuccess);
+  }
 
   // Memory limits and accounting (LT_EMU_CUDA_MEMORY, default 4 GiB).
   size_t free0 = 0, total = 0, free1 = 0;
