@@ -213,6 +213,25 @@ describe("CUDA against the CPU", function()
     assert(ok, err)
     assert.equal(4, lt.ones(4, {device = "cuda"}):sum():item())
   end)
+
+  it("a device out of memory gives cached segments back to the driver and retries", function()
+    lt.gc()
+    lt.cuda.empty_cache()
+    local free = lt.cuda.mem_get_info()
+    local a = lt.empty({math.floor(free * 0.6 / 4)}, {device = "cuda"})
+    a = nil -- luacheck: no unused
+    lt.gc() -- cached by lt: still taken from the driver
+    local before = lt.memory.stats("cuda")
+    -- Does not fit beside the cached segment: cudaMalloc fails, the cache
+    -- goes back to the driver, and the retry succeeds.
+    local b = lt.empty({math.floor(free * 0.7 / 4)}, {device = "cuda"})
+    local after = lt.memory.stats("cuda")
+    assert.equal(before.num_alloc_retries + 1, after.num_alloc_retries)
+    assert.equal(before.num_ooms, after.num_ooms)
+    b = nil -- luacheck: no unused
+    lt.gc()
+    lt.cuda.empty_cache()
+  end)
 end)
 
 describe("CUDA streams and events", function()

@@ -32,11 +32,16 @@ local function make_pool()
   return pool
 end
 
--- Bytes allocated on every device (the CPU's and each CUDA device's).
+-- Bytes allocated on every device (the CPU's and each CUDA device's), less
+-- the cuBLAS workspaces, which the first GEMM on a stream takes for the
+-- process (as PyTorch's): a call may be the first.
 local function allocated_everywhere()
   local total = lt.memory.allocated("cpu")
   if lt.cuda.is_available() then
-    for d = 0, lt.cuda.device_count() - 1 do total = total + lt.memory.allocated("cuda:" .. d) end
+    for d = 0, lt.cuda.device_count() - 1 do
+      local dev = "cuda:" .. d
+      total = total + lt.memory.allocated(dev) - lt.memory.stats(dev).by_category.workspace.current
+    end
   end
   return total
 end
