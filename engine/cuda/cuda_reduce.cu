@@ -83,6 +83,18 @@ __device__ inline void store_accum(const accum &a, int op, bool floating, int64_
   }
 }
 
+// Folds the element at q into a: a sum or a product, floats in double and
+// integers wrapping.
+__device__ inline void fold(accum &a, const char *q, int dtype, bool floating, bool prod) {
+  if (floating) {
+    const double v = cuda_load<double>(q, dtype);
+    a.f = prod ? a.f * v : a.f + v;
+  } else {
+    const uint64_t v = (uint64_t)cuda_load<int64_t>(q, dtype);
+    a.i = prod ? a.i * v : a.i + v;
+  }
+}
+
 // Work unit u = (output o, part p): block-uniform loop over units. Part p
 // covers the reduced positions [p chunk, (p + 1) chunk). With partial, each
 // unit's accumulator goes there (reduce_finish_kernel combines them);
@@ -100,14 +112,7 @@ __global__ void reduce_kernel(reduce_geom g, int op, bool floating, int64_t part
     const char *base = g.base + dims_offset(g.kept, o);
     accum a = {prod ? 1.0 : 0.0, prod ? (uint64_t)1 : (uint64_t)0};
     for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
-      const char *q = base + dims_offset(g.reduced, r);
-      if (floating) {
-        const double v = cuda_load<double>(q, g.dtype);
-        a.f = prod ? a.f * v : a.f + v;
-      } else {
-        const uint64_t v = (uint64_t)cuda_load<int64_t>(q, g.dtype);
-        a.i = prod ? a.i * v : a.i + v;
-      }
+      fold(a, base + dims_offset(g.reduced, r), g.dtype, floating, prod);
     }
     sf[threadIdx.x] = a.f;
     si[threadIdx.x] = a.i;
@@ -149,14 +154,7 @@ __global__ void reduce_rows_kernel(reduce_geom g, int op, bool floating, char *o
     const char *base = g.base + dims_offset(g.kept, o);
     accum a = {prod ? 1.0 : 0.0, prod ? (uint64_t)1 : (uint64_t)0};
     for (int64_t r = 0; r < g.reduced.numel; r++) {
-      const char *q = base + dims_offset(g.reduced, r);
-      if (floating) {
-        const double v = cuda_load<double>(q, g.dtype);
-        a.f = prod ? a.f * v : a.f + v;
-      } else {
-        const uint64_t v = (uint64_t)cuda_load<int64_t>(q, g.dtype);
-        a.i = prod ? a.i * v : a.i + v;
-      }
+      fold(a, base + dims_offset(g.reduced, r), g.dtype, floating, prod);
     }
     store_accum(a, op, floating, g.reduced.numel, out + o * out_esize, out_dtype);
   }
@@ -263,6 +261,19 @@ __device__ inline bool better_int(bool is_max, int64_t v, int64_t k, int64_t bv,
   return is_max ? v > bv : v < bv;
 }
 
+// Keeps the element at q (reduced position r) if it beats the best so far
+// (bf or bi, at position bk; -1: none yet).
+__device__ inline void consider(const char *q, int64_t r, int dtype, bool floating, bool is_max,
+                                double &bf, int64_t &bi, int64_t &bk) {
+  if (floating) {
+    const double v = cuda_load<double>(q, dtype);
+    if (better_float(is_max, v, r, bf, bk)) bf = v, bk = r;
+  } else {
+    const int64_t v = cuda_load<int64_t>(q, dtype);
+    if (better_int(is_max, v, r, bi, bk)) bi = v, bk = r;
+  }
+}
+
 // A unit's best: value (as double or int64) and reduced position, -1: none.
 struct best {
   double f;
@@ -296,14 +307,7 @@ __global__ void reduce_index_kernel(reduce_geom g, bool is_max, bool floating, i
     double bf = 0;
     int64_t bi = 0, bk = -1;
     for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
-      const char *q = base + dims_offset(g.reduced, r);
-      if (floating) {
-        const double v = cuda_load<double>(q, g.dtype);
-        if (better_float(is_max, v, r, bf, bk)) bf = v, bk = r;
-      } else {
-        const int64_t v = cuda_load<int64_t>(q, g.dtype);
-        if (better_int(is_max, v, r, bi, bk)) bi = v, bk = r;
-      }
+      consider(base + dims_offset(g.reduced, r), r, g.dtype, floating, is_max, bf, bi, bk);
     }
     sf[threadIdx.x] = bf;
     si[threadIdx.x] = bi;
@@ -343,14 +347,7 @@ __global__ void reduce_index_rows_kernel(reduce_geom g, bool is_max, bool floati
     double bf = 0;
     int64_t bi = 0, bk = -1;
     for (int64_t r = 0; r < g.reduced.numel; r++) {
-      const char *q = base + dims_offset(g.reduced, r);
-      if (floating) {
-        const double v = cuda_load<double>(q, g.dtype);
-        if (better_float(is_max, v, r, bf, bk)) bf = v, bk = r;
-      } else {
-        const int64_t v = cuda_load<int64_t>(q, g.dtype);
-        if (better_int(is_max, v, r, bi, bk)) bi = v, bk = r;
-      }
+      consider(base + dims_offset(g.reduced, r), r, g.dtype, floating, is_max, bf, bi, bk);
     }
     write_best(g, base, bk, esize, values, indices, index_base, o);
   }
