@@ -27,7 +27,7 @@
 // a status alone rarely says which argument was wrong.
 //
 // The emulator's device memory is host memory; each call first runs the work
-// queued on its stream (emu_stream_drain), then does its own before it
+// queued on its stream (device_work), then does its own before it
 // returns. Products are
 // accumulated in double whatever the types (at least as accurate as any
 // cuBLAS algorithm, which is what a reference wants); alpha, beta, C and the
@@ -70,7 +70,22 @@ struct cublasLtContext {
 // The emulated runtime's streams run their queued work only when it is
 // needed; a GEMM reads its inputs now, so the work queued before it on its
 // stream runs first (emu_runtime.cc exports this; absent in the self-test).
-extern "C" void emu_stream_drain(cudaStream_t stream) __attribute__((weak));
+extern "C" void emu_library_begin(cudaStream_t stream) __attribute__((weak));
+extern "C" void emu_library_end(void) __attribute__((weak));
+
+// The device work of one call, in the emulated runtime's terms: its
+// stream's queued work runs first, and device memory (which the host cannot
+// touch otherwise) is open until the scope ends.
+struct device_work {
+  explicit device_work(cudaStream_t stream) {
+    if (emu_library_begin) emu_library_begin(stream);
+  }
+  ~device_work() {
+    if (emu_library_end) emu_library_end();
+  }
+  device_work(const device_work &) = delete;
+  device_work &operator=(const device_work &) = delete;
+};
 
 namespace {
 
@@ -419,7 +434,7 @@ cublasStatus_t gemm_ex(const char *fn, cublasHandle_t h, cublasOperation_t ta,
                        cublasComputeType_t compute, cublasGemmAlgo_t algo) {
   cublasStatus_t s = check_handle(fn, h);
   if (s != CUBLAS_STATUS_SUCCESS) return s;
-  if (emu_stream_drain) emu_stream_drain(h->stream);
+  device_work work(h->stream);
   const cublasStatus_t bad = CUBLAS_STATUS_INVALID_VALUE;
   if (m < 0 || n < 0 || k < 0) return fail(bad, fn, "m = %d, n = %d, k = %d: negative", m, n, k);
   if (batch < 0) return fail(bad, fn, "batchCount = %d is negative", batch);
@@ -1043,7 +1058,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
                               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo,
                               void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
   const char *fn = "cublasLtMatmul";
-  if (emu_stream_drain) emu_stream_drain(stream);
+  device_work work(stream);
   const cublasStatus_t bad = CUBLAS_STATUS_INVALID_VALUE;
   if (!lt_handles().contains(lightHandle))
     return fail(CUBLAS_STATUS_NOT_INITIALIZED, fn, "%p is not a live cuBLASLt handle",

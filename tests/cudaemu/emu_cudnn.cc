@@ -15,7 +15,7 @@
 //
 // The model:
 // - Device memory is host memory; each call first runs the work queued on
-//   its handle's stream (emu_stream_drain), then does its own before it
+//   its handle's stream (device_work), then does its own before it
 //   returns; device pointers are dereferenced
 //   directly (through memcpy: nothing here assumes alignment).
 // - Everything is computed in double with naive loops (tests use small
@@ -65,7 +65,22 @@ extern "C" cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) __a
 // The emulated runtime's streams run their queued work only when it is
 // needed; a library call reads its inputs now, so the work queued before it
 // on its stream runs first (emu_runtime.cc; absent in the self-test).
-extern "C" void emu_stream_drain(cudaStream_t stream) __attribute__((weak));
+extern "C" void emu_library_begin(cudaStream_t stream) __attribute__((weak));
+extern "C" void emu_library_end(void) __attribute__((weak));
+
+// The device work of one call, in the emulated runtime's terms: its
+// stream's queued work runs first, and device memory (which the host cannot
+// touch otherwise) is open until the scope ends.
+struct device_work {
+  explicit device_work(cudaStream_t stream) {
+    if (emu_library_begin) emu_library_begin(stream);
+  }
+  ~device_work() {
+    if (emu_library_end) emu_library_end();
+  }
+  device_work(const device_work &) = delete;
+  device_work &operator=(const device_work &) = delete;
+};
 
 // ---- the opaque structs behind cuDNN's handle and descriptor typedefs ----
 
@@ -1122,7 +1137,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
   const char *fn = "cudnnConvolutionForward";
   conv_geom g;
   TRY(conv_check(fn, handle, xDesc, wDesc, convDesc, yDesc, CUDNN_STATUS_NOT_SUPPORTED, &g));
-  if (emu_stream_drain) emu_stream_drain(handle->stream);
+  device_work work(handle->stream);
   TRY(nonnull(fn, {{"x", x}, {"w", w}, {"y", y}}));
   TRY(conv_prepare(fn, DIR_FWD, (int)algo, g, workSpace, workSpaceSizeInBytes, alpha, beta));
   const std::vector<double> X = gather(g.x, x), W = gather(g.w, w);
@@ -1142,7 +1157,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
   const char *fn = "cudnnConvolutionBackwardData";
   conv_geom g;
   TRY(conv_check(fn, handle, dxDesc, wDesc, convDesc, dyDesc, CUDNN_STATUS_BAD_PARAM, &g));
-  if (emu_stream_drain) emu_stream_drain(handle->stream);
+  device_work work(handle->stream);
   TRY(nonnull(fn, {{"w", w}, {"dy", dy}, {"dx", dx}}));
   TRY(conv_prepare(fn, DIR_BWD_DATA, (int)algo, g, workSpace, workSpaceSizeInBytes, alpha, beta));
   const std::vector<double> W = gather(g.w, w), DY = gather(g.y, dy);
@@ -1162,7 +1177,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
   const char *fn = "cudnnConvolutionBackwardFilter";
   conv_geom g;
   TRY(conv_check(fn, handle, xDesc, dwDesc, convDesc, dyDesc, CUDNN_STATUS_BAD_PARAM, &g));
-  if (emu_stream_drain) emu_stream_drain(handle->stream);
+  device_work work(handle->stream);
   TRY(nonnull(fn, {{"x", x}, {"dy", dy}, {"dw", dw}}));
   TRY(conv_prepare(fn, DIR_BWD_FILTER, (int)algo, g, workSpace, workSpaceSizeInBytes, alpha, beta));
   const std::vector<double> X = gather(g.x, x), DY = gather(g.y, dy);
@@ -1180,7 +1195,7 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alp
                                            void *db) {
   const char *fn = "cudnnConvolutionBackwardBias";
   TRY(handle_arg(fn, handle));
-  if (emu_stream_drain) emu_stream_drain(handle->stream);
+  device_work work(handle->stream);
   TRY(tensor_arg(fn, "dyDesc", dyDesc));
   TRY(tensor_arg(fn, "dbDesc", dbDesc));
   TRY(nonnull(fn, {{"alpha", alpha}, {"beta", beta}, {"dy", dy}, {"db", db}}));
@@ -1209,7 +1224,7 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
                              const cudnnTensorDescriptor_t cDesc, void *C) {
   const char *fn = "cudnnAddTensor";
   TRY(handle_arg(fn, handle));
-  if (emu_stream_drain) emu_stream_drain(handle->stream);
+  device_work work(handle->stream);
   TRY(tensor_arg(fn, "aDesc", aDesc));
   TRY(tensor_arg(fn, "cDesc", cDesc));
   TRY(nonnull(fn, {{"alpha", alpha}, {"beta", beta}, {"A", A}, {"C", C}}));
@@ -1271,7 +1286,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
   const char *fn = "cudnnBatchNormalizationForwardTraining";
   bn_geom g;
   TRY(bn_check(fn, handle, mode, xDesc, {{"yDesc", yDesc}}, bnScaleBiasMeanVarDesc, epsilon, &g));
-  if (emu_stream_drain) emu_stream_drain(handle->stream);
+  device_work work(handle->stream);
   TRY(nonnull(fn, {{"alpha", alpha},
                    {"beta", beta},
                    {"x", x},
@@ -1320,7 +1335,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(
   const char *fn = "cudnnBatchNormalizationForwardInference";
   bn_geom g;
   TRY(bn_check(fn, handle, mode, xDesc, {{"yDesc", yDesc}}, bnScaleBiasMeanVarDesc, epsilon, &g));
-  if (emu_stream_drain) emu_stream_drain(handle->stream);
+  device_work work(handle->stream);
   TRY(nonnull(fn, {{"alpha", alpha},
                    {"beta", beta},
                    {"x", x},
@@ -1363,7 +1378,7 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
   bn_geom g;
   TRY(bn_check(fn, handle, mode, xDesc, {{"dyDesc", dyDesc}, {"dxDesc", dxDesc}}, dBnScaleBiasDesc,
                epsilon, &g));
-  if (emu_stream_drain) emu_stream_drain(handle->stream);
+  device_work work(handle->stream);
   TRY(nonnull(fn, {{"alphaDataDiff", alphaDataDiff},
                    {"betaDataDiff", betaDataDiff},
                    {"alphaParamDiff", alphaParamDiff},

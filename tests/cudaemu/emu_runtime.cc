@@ -134,6 +134,43 @@ CUstream_st *stream_of(cudaStream_t s) {
 
 int stream_device(cudaStream_t s) { return stream_of(s)->device; }
 
+// Device memory is out of the host's reach (PROT_NONE) except while device
+// work runs: a queued kernel, copy or fill, or an emulated library call. On
+// a GPU the host cannot read cudaMalloc'd memory through a pointer; here it
+// could, so a host-side read of a device tensor would go unnoticed.
+// LT_EMU_HOST_ACCESS=1 leaves it readable (to debug the emulator itself).
+int device_window = 0;
+
+bool protect_device_memory() {
+  static const bool v = [] {
+    const char *o = getenv("LT_EMU_HOST_ACCESS");
+    return !(o && strcmp(o, "1") == 0);
+  }();
+  return v;
+}
+
+size_t page_round(size_t bytes) {
+  const size_t page = 4096;
+  return (bytes + page - 1) & ~(page - 1);
+}
+
+void set_device_access(int prot) {
+  if (!protect_device_memory()) return;
+  for (auto &a : allocations)
+    if (mprotect(a.first, page_round(a.second.second), prot) != 0) {
+      perror("cuda emulator: mprotect");
+      abort();
+    }
+}
+
+void open_device_memory() {
+  if (device_window++ == 0) set_device_access(PROT_READ | PROT_WRITE);
+}
+
+void close_device_memory() {
+  if (--device_window == 0) set_device_access(PROT_NONE);
+}
+
 // Runs s's queued work until `upto` items in all have run.
 void run_until(CUstream_st *s, uint64_t upto) {
   if (s->running && s->completed < upto) {
@@ -141,12 +178,14 @@ void run_until(CUstream_st *s, uint64_t upto) {
     abort();
   }
   s->running = true;
+  open_device_memory();
   while (s->completed < upto) {
     std::function<void()> work = std::move(s->queue.front());
     s->queue.pop_front();
     work();
     s->completed++;
   }
+  close_device_memory();
   s->running = false;
 }
 
@@ -579,11 +618,17 @@ void run_kernel(const char *file, int line, dim3 grid, dim3 block, size_t shmem,
 
 extern "C" {
 
-// For the emulated libraries (emu_cublas.cc, emu_cudnn.cc), which compute
-// when called: the work queued on stream before the call runs first.
-void emu_stream_drain(cudaStream_t stream) {
-  hold_t hold(state_lock);
+// An emulated library call's device work: the stream's queue first, then
+// device memory open until emu_library_end.
+void emu_library_begin(cudaStream_t stream) {
+  state_lock.lock(); // held until emu_library_end
   run_all(stream_of(stream));
+  open_device_memory();
+}
+
+void emu_library_end(void) {
+  close_device_memory();
+  state_lock.unlock();
 }
 
 cudaError_t cudaGetLastError(void) {
@@ -652,12 +697,15 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   hold_t hold(state_lock);
   if (bytes > device_bytes() - used_bytes[current_device]) return fail(cudaErrorMemoryAllocation);
-  void *p = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
-  if (!p) return fail(cudaErrorMemoryAllocation);
+  // Whole pages, so that the host's access can be taken away (above).
+  void *p = mmap(nullptr, page_round(bytes), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return fail(cudaErrorMemoryAllocation);
   // Fresh device memory holds garbage on a GPU: here all one bits (NaN in
   // every float type, -1 in integers), so a kernel that reads what nothing
   // wrote gives a result the comparison with the CPU cannot miss.
   memset(p, 0xFF, bytes);
+  if (device_window == 0 && protect_device_memory()) mprotect(p, page_round(bytes), PROT_NONE);
   allocations[p] = std::make_pair(current_device, bytes);
   used_bytes[current_device] += bytes;
   *ptr = p;
@@ -671,8 +719,8 @@ cudaError_t cudaFree(void *ptr) {
   auto it = allocations.find(ptr);
   if (it == allocations.end()) return fail(cudaErrorInvalidValue);
   used_bytes[it->second.first] -= it->second.second;
+  munmap(ptr, page_round(it->second.second));
   allocations.erase(it);
-  free(ptr);
   return cudaSuccess;
 }
 

@@ -2,8 +2,11 @@
 // emu_cuda.h): written as CUDA, translated like engine/cuda/*.cu, and run on
 // the CPU. The emulator is what lt's kernels are judged by, so it must itself
 // run barriers and shuffles as a GPU does and refuse what a GPU refuses.
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cuda_runtime.h>
 
@@ -60,6 +63,19 @@ __global__ void short_warp_shuffle(double *out) {
   out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0, 1);
 }
 
+// The host reaches device memory only through the runtime, as on a GPU (the
+// emulator takes the host's access away): put copies in and waits, get
+// copies one element out.
+template <class T> static void put(T *dev, const T *host, size_t n) {
+  CHECK(cudaMemcpyAsync(dev, host, n * sizeof(T), cudaMemcpyHostToDevice, 0) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(0) == cudaSuccess);
+}
+template <class T> static T get(const T *dev) {
+  T v;
+  CHECK(cudaMemcpyAsync(&v, dev, sizeof v, cudaMemcpyDeviceToHost, 0) == cudaSuccess);
+  return v;
+}
+
 int main() {
   int n = 0;
   CHECK(cudaGetDeviceCount(&n) == cudaSuccess && n >= 2);
@@ -67,28 +83,49 @@ int main() {
   int *in = nullptr, *out = nullptr;
   CHECK(cudaMalloc((void **)&in, 4 * 256 * sizeof(int)) == cudaSuccess);
   CHECK(cudaMalloc((void **)&out, 4096 * sizeof(int)) == cudaSuccess);
-  for (int i = 0; i < 4 * 256; i++) in[i] = i; // device memory is host memory here
+  int host[4 * 256];
+  for (int i = 0; i < 4 * 256; i++) host[i] = i;
+  put(in, host, 4 * 256);
   block_sum<<<4, 256>>>(in, out);
   CHECK(cudaGetLastError() == cudaSuccess);
   CHECK(cudaDeviceSynchronize() == cudaSuccess); // queued work runs when waited for
   for (int b = 0; b < 4; b++) {
     const int lo = b * 256, hi = lo + 255;
-    CHECK(out[b] == (lo + hi) * 256 / 2);
+    CHECK(get(out + b) == (lo + hi) * 256 / 2);
   }
 
   double *din = nullptr, *dout = nullptr;
   CHECK(cudaMalloc((void **)&din, 64 * sizeof(double)) == cudaSuccess);
   CHECK(cudaMalloc((void **)&dout, 64 * sizeof(double)) == cudaSuccess);
-  for (int i = 0; i < 64; i++) din[i] = i;
+  double dhost[64];
+  for (int i = 0; i < 64; i++) dhost[i] = i;
+  put(din, dhost, 64);
   warp_sum<<<1, 64>>>(din, dout);
   CHECK(cudaGetLastError() == cudaSuccess);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
-  for (int i = 0; i < 64; i++) CHECK(dout[i] == (i < 32 ? 496.0 : 1520.0));
+  for (int i = 0; i < 64; i++) CHECK(get(dout + i) == (i < 32 ? 496.0 : 1520.0));
 
   coords<<<dim3(3, 2), dim3(8, 4)>>>(out);
   CHECK(cudaGetLastError() == cudaSuccess);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
-  CHECK(out[0] == 0 && out[23] == 23 && out[24] == 1000 && out[7 * 24 + 23] == 7023);
+  CHECK(get(out) == 0 && get(out + 23) == 23 && get(out + 24) == 1000 &&
+        get(out + 7 * 24 + 23) == 7023);
+
+  // The host cannot read device memory through a pointer, as on a GPU: a
+  // child process that tries dies (a SIGSEGV, or the sanitizer's exit).
+  if (!getenv("LT_EMU_HOST_ACCESS")) {
+    const pid_t child = fork();
+    if (child == 0) {
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 2); // the sanitizer's report of the fault is expected
+      volatile int v = *(volatile int *)in;
+      (void)v;
+      _exit(0);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
 
   // What a GPU refuses or cannot finish, as errors the caller can see.
   // (A kernel that cannot finish fails when its stream is waited for.)
@@ -102,7 +139,6 @@ int main() {
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
   block_sum<<<0, 256>>>(in, out);
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
-  int host[256];
   block_sum<<<1, 256>>>(host, out);
   CHECK(cudaGetLastError() == cudaErrorIllegalAddress);
 
@@ -134,20 +170,22 @@ int main() {
     CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking) == cudaSuccess);
     CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking) == cudaSuccess);
     CHECK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming) == cudaSuccess);
-    for (int i = 0; i < 256; i++) in[i] = 1;
+    int ones[256];
+    for (int i = 0; i < 256; i++) ones[i] = 1;
+    put(in, ones, 256);
     CHECK(cudaMemsetAsync(in, 0, 256 * sizeof(int), a) == cudaSuccess); // a: zeros
     block_sum<<<1, 256, 0, b>>>(in, out);                                // b: no wait
     CHECK(cudaStreamSynchronize(b) == cudaSuccess);
-    CHECK(out[0] == 256); // ran before a's memset: the missing wait shows
+    CHECK(get(out) == 256); // ran before a's memset: the missing wait shows
     CHECK(cudaEventQuery(written) == cudaSuccess); // never recorded
     CHECK(cudaMemsetAsync(in, 0, 256 * sizeof(int), a) == cudaSuccess);
     CHECK(cudaEventRecord(written, a) == cudaSuccess);
     CHECK(cudaStreamWaitEvent(b, written, 0) == cudaSuccess);
-    for (int i = 0; i < 256; i++) in[i] = 1; // undone by a's queued memset
+    put(in, ones, 256); // undone by a's queued memset
     block_sum<<<1, 256, 0, b>>>(in, out);
     CHECK(cudaStreamQuery(b) == cudaErrorNotReady); // queued; a query makes it run
     CHECK(cudaStreamQuery(b) == cudaSuccess);
-    CHECK(out[0] == 0);
+    CHECK(get(out) == 0);
     // A copy from pinned memory reads it when it runs, not when it is queued.
     int *pin = nullptr;
     CHECK(cudaHostAlloc((void **)&pin, 256 * sizeof(int), 0) == cudaSuccess);
@@ -155,14 +193,14 @@ int main() {
     CHECK(cudaMemcpyAsync(in, pin, 256 * sizeof(int), cudaMemcpyHostToDevice, a) == cudaSuccess);
     for (int i = 0; i < 256; i++) pin[i] = 3; // too early: the copy is still queued
     CHECK(cudaStreamSynchronize(a) == cudaSuccess);
-    CHECK(in[0] == 3);
+    CHECK(get(in) == 3);
     // From pageable memory the bytes are taken at the call.
     int page[256];
     for (int i = 0; i < 256; i++) page[i] = 4;
     CHECK(cudaMemcpyAsync(in, page, sizeof page, cudaMemcpyHostToDevice, a) == cudaSuccess);
     page[0] = 5;
     CHECK(cudaStreamSynchronize(a) == cudaSuccess);
-    CHECK(in[0] == 4);
+    CHECK(get(in) == 4);
     CHECK(cudaFreeHost(pin) == cudaSuccess);
     CHECK(cudaEventDestroy(written) == cudaSuccess);
     CHECK(cudaStreamDestroy(a) == cudaSuccess && cudaStreamDestroy(b) == cudaSuccess);
