@@ -9,16 +9,17 @@
 //
 // The model:
 // - LT_EMU_CUDA_DEVICES devices (default 2), LT_EMU_CUDA_MEMORY bytes each
-//   (default 4 GiB); device memory is host memory, so a kernel that reads
-//   past an allocation trips the sanitizer build.
+//   (default 4 GiB). Device memory is whole pages of host memory, all one
+//   bits when fresh, and out of the host's reach except while device work
+//   runs (see open_device_memory).
 // - Streams are queues (see CUstream_st) and events mark a place in one.
 //   Using a stream or event of one device while another is current is an
 //   error where CUDA makes it one (kernel launches, event records).
-// - A kernel runs block by block; each thread of a block is a fiber
-//   (a stack of its own) that runs until it waits at __syncthreads or a warp shuffle,
-//   and the barrier opens when every thread it names has arrived. Threads
-//   that can never meet (a barrier some threads skip, a shuffle with an
-//   exited lane) are reported as a launch failure instead of hanging.
+// - A kernel runs block by block; each thread runs on a fiber (a stack of
+//   its own) until it waits at __syncthreads or a warp shuffle, and the
+//   barrier opens when every thread it names has arrived. Threads that can
+//   never meet (a barrier some threads skip, a shuffle with an exited lane)
+//   are reported as a launch failure instead of hanging.
 // - Errors are kept for cudaGetLastError as the runtime keeps them.
 // - LT_EMU_THREAD_ORDER=reverse starts a block's threads last first.
 #include <assert.h>
