@@ -25,9 +25,11 @@
 
 // Without nvcc the toolkit's headers define __shared__ as nothing, which
 // would give every thread its own copy. Blocks run one at a time, so a
-// function-local static is exactly one block's shared memory.
+// function-local static is exactly one block's shared memory. All of them sit
+// in one section, which the runtime fills with all one bits before a block
+// (emu_runtime.cc: poison_shared), as shared memory holds garbage on a GPU.
 #undef __shared__
-#define __shared__ static
+#define __shared__ static __attribute__((section("emu_shared")))
 
 namespace emu {
 

@@ -287,6 +287,7 @@ struct block_run {
   // first. Code that reads what another thread wrote without a barrier
   // between works in at most one of the two orders.
   bool reverse = false;
+  bool barrier_met = false; // a thread of this block waited at a barrier
   // Threads a barrier let go, resumed in this order (a queue: ready_head
   // is the next one).
   std::vector<unsigned> ready;
@@ -489,6 +490,7 @@ int lane_id() {
 void syncthreads(const char *file, int line) {
   assert(run.running >= 0 && "__syncthreads outside a kernel");
   thread &t = run.threads[run.running];
+  run.barrier_met = true;
   if (run.block_waiting == 0) {
     run.block_file = file, run.block_line = line;
   } else if (line != run.block_line || (file != run.block_file && strcmp(file, run.block_file))) {
@@ -509,6 +511,7 @@ void syncthreads(const char *file, int line) {
 
 // Waits until all 32 lanes of the warp at warp_base have arrived.
 static void warp_barrier(int me, unsigned warp_base) {
+  run.barrier_met = true;
   run.threads[me].state = AT_WARP_BARRIER;
   if (++run.warp_waiting[warp_base / 32] == 32) {
     run.warp_waiting[warp_base / 32] = 0;
@@ -564,6 +567,17 @@ bool kernel_may_touch(const void *p, const char *file, int line, int arg) {
   return false;
 }
 
+// The kernels' __shared__ variables (emu_cuda.h), bounded by the linker.
+extern "C" char __start_emu_shared[] __attribute__((weak));
+extern "C" char __stop_emu_shared[] __attribute__((weak));
+
+// A block starts with shared memory holding garbage, as on a GPU: all one
+// bits (NaN, -1), so a read of what the block did not write shows.
+static void poison_shared() {
+  const uintptr_t lo = (uintptr_t)__start_emu_shared, hi = (uintptr_t)__stop_emu_shared;
+  if (lo && hi > lo) memset(__start_emu_shared, 0xFF, hi - lo);
+}
+
 // Runs every block of a queued launch.
 static void execute_kernel(const char *file, int line, dim3 grid, dim3 block,
                            const kernel_body &body) {
@@ -576,11 +590,19 @@ static void execute_kernel(const char *file, int line, dim3 grid, dim3 block,
   run.error = nullptr;
   coords.grid_dim = grid;
   coords.block_dim = block;
+  // Every block should start with garbage; the fill is skipped after a
+  // block that met no barrier (a kernel without them, which has no use for
+  // shared memory), so that elementwise launches stay cheap.
+  bool poison = true;
   for (unsigned z = 0; z < grid.z; z++)
     for (unsigned y = 0; y < grid.y; y++)
       for (unsigned x = 0; x < grid.x; x++) {
         coords.block = make_uint3(x, y, z);
-        if (!run_block(block)) {
+        if (poison) poison_shared();
+        run.barrier_met = false;
+        const bool ok = run_block(block);
+        poison = run.barrier_met;
+        if (!ok) {
           fprintf(stderr, "cuda emulator: kernel launched at %s:%d, block (%u,%u,%u): %s\n", file,
                   line, x, y, z, run.error);
           // A kernel that cannot finish is a device fault, reported by the

@@ -45,6 +45,15 @@ __global__ void coords(int *out) {
   out[y * (gridDim.x * blockDim.x) + x] = (int)(y * 1000 + x);
 }
 
+// Shared memory the block did not write holds garbage (all one bits here),
+// not what an earlier launch left there.
+__global__ void shared_probe(int write, int *out) {
+  __shared__ int sh[1];
+  if (write && threadIdx.x == 0) sh[0] = 7;
+  __syncthreads();
+  if (threadIdx.x == 0) out[0] = sh[0];
+}
+
 // A barrier half the block never reaches: a hang on a GPU.
 __global__ void divergent_barrier(int *out) {
   if (threadIdx.x < 16) {
@@ -110,6 +119,11 @@ int main() {
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
   CHECK(get(out) == 0 && get(out + 23) == 23 && get(out + 24) == 1000 &&
         get(out + 7 * 24 + 23) == 7023);
+
+  shared_probe<<<1, 32>>>(1, out);
+  CHECK(get(out) == 7);
+  shared_probe<<<1, 32>>>(0, out);
+  CHECK(get(out) == -1);
 
   // The host cannot read device memory through a pointer, as on a GPU: a
   // child process that tries dies (a SIGSEGV, or the sanitizer's exit).
