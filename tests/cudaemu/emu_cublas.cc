@@ -51,6 +51,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "emu_library.h"
+
 // ---- handles ----
 //
 // cuBLAS only declares these two structs (the handles are opaque to
@@ -67,25 +69,6 @@ struct cublasLtContext {
   int unused = 0;  // cuBLASLt takes stream and workspace per call: nothing to keep
 };
 
-// The emulated runtime's streams run their queued work only when it is
-// needed; a GEMM reads its inputs now, so the work queued before it on its
-// stream runs first (emu_runtime.cc exports this; absent in the self-test).
-extern "C" void emu_library_begin(cudaStream_t stream) __attribute__((weak));
-extern "C" void emu_library_end(void) __attribute__((weak));
-
-// The device work of one call, in the emulated runtime's terms: its
-// stream's queued work runs first, and device memory (which the host cannot
-// touch otherwise) is open until the scope ends.
-struct device_work {
-  explicit device_work(cudaStream_t stream) {
-    if (emu_library_begin) emu_library_begin(stream);
-  }
-  ~device_work() {
-    if (emu_library_end) emu_library_end();
-  }
-  device_work(const device_work &) = delete;
-  device_work &operator=(const device_work &) = delete;
-};
 
 namespace {
 

@@ -57,30 +57,13 @@
 #include <utility>
 #include <vector>
 
+#include "emu_library.h"
+
 // The runtime's device queries, when the test executable has a runtime
 // (emu_runtime.cc); weak, so that the self-test links without one and the
 // device checks are then skipped.
 extern "C" cudaError_t cudaGetDevice(int *device) __attribute__((weak));
 extern "C" cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) __attribute__((weak));
-// The emulated runtime's streams run their queued work only when it is
-// needed; a library call reads its inputs now, so the work queued before it
-// on its stream runs first (emu_runtime.cc; absent in the self-test).
-extern "C" void emu_library_begin(cudaStream_t stream) __attribute__((weak));
-extern "C" void emu_library_end(void) __attribute__((weak));
-
-// The device work of one call, in the emulated runtime's terms: its
-// stream's queued work runs first, and device memory (which the host cannot
-// touch otherwise) is open until the scope ends.
-struct device_work {
-  explicit device_work(cudaStream_t stream) {
-    if (emu_library_begin) emu_library_begin(stream);
-  }
-  ~device_work() {
-    if (emu_library_end) emu_library_end();
-  }
-  device_work(const device_work &) = delete;
-  device_work &operator=(const device_work &) = delete;
-};
 
 // ---- the opaque structs behind cuDNN's handle and descriptor typedefs ----
 

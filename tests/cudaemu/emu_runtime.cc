@@ -202,12 +202,15 @@ void enqueue(CUstream_st *s, std::function<void()> work) {
   if (!lazy()) run_all(s);
 }
 
-bool is_device_memory(const void *p) {
+// The device whose cudaMalloc'd memory p points into, or -1.
+int device_of(const void *p) {
   auto it = allocations.upper_bound((void *)p);
-  if (it == allocations.begin()) return false;
+  if (it == allocations.begin()) return -1;
   --it;
-  return (const char *)p < (const char *)it->first + it->second.second;
+  return (const char *)p < (const char *)it->first + it->second.second ? it->second.first : -1;
 }
+
+bool is_device_memory(const void *p) { return device_of(p) >= 0; }
 
 bool is_pinned(const void *p) {
   auto h = pinned.upper_bound((void *)p);
@@ -541,28 +544,17 @@ uint64_t warp_exchange(unsigned mask, uint64_t bits, int src_lane, const char *w
 
 bool kernel_may_touch(const void *p, const char *file, int line, int arg) {
   hold_t hold(state_lock);
-  auto it = allocations.upper_bound((void *)p);
-  if (it != allocations.begin()) {
-    --it;
-    const char *base = (const char *)it->first;
-    if ((const char *)p < base + it->second.second) {
-      if (it->second.first == current_device) return true;
-      fprintf(stderr,
-              "cuda emulator: kernel launched at %s:%d: argument %d points into cuda:%d's memory "
-              "while cuda:%d is current\n",
-              file, line, arg, it->second.first, current_device);
-      last_error = cudaErrorIllegalAddress;
-      return false;
-    }
-  }
-  auto h = pinned.upper_bound((void *)p);
-  if (h != pinned.begin()) {
-    --h;
-    if ((const char *)p < (const char *)h->first + h->second) return true;
-  }
-  fprintf(stderr,
-          "cuda emulator: kernel launched at %s:%d: argument %d (%p) is not device memory\n", file,
-          line, arg, p);
+  const int dev = device_of(p);
+  if (dev == current_device || (dev < 0 && is_pinned(p))) return true;
+  if (dev >= 0)
+    fprintf(stderr,
+            "cuda emulator: kernel launched at %s:%d: argument %d points into cuda:%d's memory "
+            "while cuda:%d is current\n",
+            file, line, arg, dev, current_device);
+  else
+    fprintf(stderr,
+            "cuda emulator: kernel launched at %s:%d: argument %d (%p) is not device memory\n",
+            file, line, arg, p);
   last_error = cudaErrorIllegalAddress;
   return false;
 }
