@@ -80,6 +80,21 @@ static void note_copied_range(const lt_tensor *r, const lt_tensor *t) {
     lt_known_range_inherit(r, t);
 }
 
+/* copy_ once src is known not to overlap dst (or to be dst element for element). */
+static lt_status copy_into(lt_tensor *dst, const lt_tensor *src) {
+  lt_tensor *no_old = NULL;
+  LT_TRY(ag_inplace_begin("copy_", dst, src, false, &no_old));
+  const lt_backend *be;
+  LT_TRY(copy_backend("copy_", dst, src, &be));
+  LT_TRY(be->copy(dst, src));
+  ops_bump_version(dst, "copy_");
+  /* Labels copied into a buffer kept on a device: noted as :to notes them
+   * (after the bump, which the note is keyed to). */
+  if (dst->dtype == LT_INT64 && src->dtype == LT_INT64 && lt_numel(dst) == lt_numel(src))
+    note_copied_range(dst, src);
+  return ag_record_copy_(dst, src);
+}
+
 lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src) {
   LT_TRY(ops_check_live("copy_", dst));
   LT_TRY(ops_check_live("copy_", src));
@@ -95,17 +110,12 @@ lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src) {
                     ops_shape_str(ss, src->shape, src->ndim), ops_shape_str(sd, dst->shape, dst->ndim));
   }
   LT_TRY(ops_check_writable("copy_", dst));
-  lt_tensor *no_old = NULL;
-  LT_TRY(ag_inplace_begin("copy_", dst, src, false, &no_old));
-  const lt_backend *be;
-  LT_TRY(copy_backend("copy_", dst, src, &be));
-  LT_TRY(be->copy(dst, src));
-  ops_bump_version(dst, "copy_");
-  /* Labels copied into a buffer kept on a device: noted as :to notes them
-   * (after the bump, which the note is keyed to). */
-  if (dst->dtype == LT_INT64 && src->dtype == LT_INT64 && lt_numel(dst) == lt_numel(src))
-    note_copied_range(dst, src);
-  return ag_record_copy_(dst, src);
+  /* x:copy_(x:t()) is a correct transpose: the source is read first. */
+  lt_tensor *src_copy;
+  LT_TRY(ops_inplace_input("copy_", dst, src, false, &src, &src_copy));
+  lt_status st = copy_into(dst, src);
+  if (src_copy) lt_tensor_release(src_copy);
+  return st;
 }
 
 /* A new contiguous tensor of t's shape on dev with dtype dt holding t's

@@ -211,15 +211,20 @@ lt_status lt_binary_(lt_binary_op op, lt_tensor *a, const lt_tensor *b) {
   LT_TRY(check_tensor_divisor(name, op, compute, b));
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
+  lt_tensor *b_copy;
+  LT_TRY(ops_inplace_input(name, a, b, true, &b, &b_copy));
   lt_tensor *old = NULL;
-  LT_TRY(ag_inplace_begin(name, a, b, ag_binary_needs_old(op, a, b), &old));
-  lt_scalar none = {0, 0};
-  lt_status st = be->binary(op, compute, a, a, b, none, false);
+  lt_status st = ag_inplace_begin(name, a, b, ag_binary_needs_old(op, a, b), &old);
+  if (st == LT_OK) {
+    lt_scalar none = {0, 0};
+    st = be->binary(op, compute, a, a, b, none, false);
+  }
   if (st == LT_OK) {
     ops_bump_version(a, name);
     st = ag_record_binary_(op, a, b, old);
   }
   if (old) lt_tensor_release(old);
+  if (b_copy) lt_tensor_release(b_copy);
   return st;
 }
 

@@ -78,6 +78,13 @@ static lt_status batch_norm_forward(const lt_tensor *x, lt_tensor *running_mean,
   if (training) {
     if (running_mean) LT_TRY(ops_check_writable(op, running_mean));
     if (running_var) LT_TRY(ops_check_writable(op, running_var));
+    /* The statistics are written while the other operands are read. */
+    const lt_tensor *read[] = {x, weight, bias, running_var};
+    const char *read_names[] = {"input", "weight", "bias", "running_var"};
+    for (int i = 0; i < 4; i++) {
+      LT_TRY(ops_check_disjoint(op, running_mean, "running_mean", read[i], read_names[i]));
+      if (i < 3) LT_TRY(ops_check_disjoint(op, running_var, "running_var", read[i], read_names[i]));
+    }
   }
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;

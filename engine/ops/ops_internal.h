@@ -23,6 +23,27 @@ lt_status ops_backend(const char *op, lt_device dev, const lt_backend **out);
 /* An in-place destination must not have elements sharing memory (an
  * expanded tensor): the result would depend on the order of writes. */
 lt_status ops_check_writable(const char *op, const lt_tensor *t);
+
+/* How an in-place destination shares memory with an input (ops/overlap.c):
+ * not at all, element for element (x:add_(x), legal), some elements for
+ * certain (PyTorch refuses), or possibly (spans overlap; lt cannot prove the
+ * elements disjoint without walking them). */
+typedef enum { OPS_OVERLAP_NONE, OPS_OVERLAP_SAME, OPS_OVERLAP_PARTIAL, OPS_OVERLAP_UNKNOWN } ops_overlap;
+ops_overlap ops_overlap_of(const lt_tensor *out, const lt_tensor *in);
+/* PyTorch's "unsupported operation: some elements of the input tensor and the
+ * written-to tensor refer to a single memory location" for op. */
+lt_status ops_overlap_error(const char *op);
+/* An error naming both unless out, written by op, shares no memory with in
+ * (either may be NULL): for outputs written while other operands are read. */
+lt_status ops_check_disjoint(const char *op, const lt_tensor *out, const char *out_name,
+                             const lt_tensor *in, const char *in_name);
+/* The input an in-place op may read while it writes out: in itself, or, when
+ * the two may share elements, a copy of in made now (*copy, the caller
+ * releases it). With refuse_partial a certain partial overlap is PyTorch's
+ * error instead (arithmetic); without it (copy_, slice assignment) the copy
+ * makes the write correct. */
+lt_status ops_inplace_input(const char *op, const lt_tensor *out, const lt_tensor *in,
+                            bool refuse_partial, const lt_tensor **use, lt_tensor **copy);
 /* Marks an in-place write by op (a static string such as "relu_"): autograd
  * compares saved versions and names the op in its message.
  * ops_bump_version(t, "relu_"); the one-argument form (older callers) leaves
