@@ -66,7 +66,10 @@ function training.save_checkpoint(path, parts)
     meta.optim_state = serialise(scalars)
     meta.optim_groups = serialise(sd.param_groups)
   end
-  if parts.scheduler then meta.scheduler = serialise(parts.scheduler:state_dict()) end
+  if parts.scheduler then
+    meta.scheduler = serialise(parts.scheduler:state_dict())
+    meta.scheduler_class = getmetatable(parts.scheduler).name
+  end
   if parts.scaler then meta.scaler = serialise(parts.scaler:state_dict()) end
   core.save(path, tensors, {metadata = meta})
 end
@@ -76,6 +79,11 @@ end
 -- checkpoint has no scaler state (written without --amp fp16) keeps its own.
 function training.load_checkpoint(path, parts)
   local tensors, meta = core.load(path)
+  local class = parts.scheduler and getmetatable(parts.scheduler).name
+  if class and meta.scheduler_class and meta.scheduler_class ~= class then
+    -- Checked before anything is restored: a refused resume changes nothing.
+    error(("training: %s holds a %s schedule, this run has a %s"):format(path, meta.scheduler_class, class), 2)
+  end
   local model_sd = {}
   for name, t in pairs(tensors) do
     local key = name:match("^model%.(.+)$")
@@ -96,7 +104,13 @@ function training.load_checkpoint(path, parts)
     parts.optimizer:load_state_dict({state = state, param_groups = deserialise(meta.optim_groups, "optim_groups")})
   end
   if parts.scheduler and meta.scheduler then
-    parts.scheduler:load_state_dict(deserialise(meta.scheduler, "scheduler"))
+    -- The run's own schedule (its length from --epochs) continues from the
+    -- saved epoch: the old one may have annealed the rate to 0.
+    local differ = parts.scheduler:load_state_dict(deserialise(meta.scheduler, "scheduler"), {keep_options = true})
+    for key, saved in pairs(differ) do
+      print(("resume: the checkpoint's %s had %s %s; continuing with this run's %s %s from epoch %d")
+        :format(class, key, tostring(saved), key, tostring(parts.scheduler[key]), parts.scheduler.last_epoch))
+    end
   end
   if parts.scaler and meta.scaler then
     local sd = deserialise(meta.scaler, "scaler")

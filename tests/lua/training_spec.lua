@@ -78,6 +78,84 @@ describe_data("training.fit", function()
       assert.equal(0.0, (t - b[name]):abs():max():item(), name .. " differs after resuming")
     end
   end)
+
+  it("resumes a cosine schedule into a longer run as that run's schedule, never at rate 0", function()
+    -- The 1-epoch run anneals to 0 at its end; a 2-epoch resume continues on
+    -- the 2-epoch schedule from epoch 1, so it equals a straight 2-epoch run.
+    local path = os.tmpname()
+    local function run(epochs, resume, checkpoint)
+      local opts = opts_for({epochs = epochs, resume = resume, checkpoint = checkpoint or "", limit = 600})
+      local train = training.fashion_loaders(opts)
+      local model = mlp()
+      local opt = optim.SGD(model:parameters(), {lr = 0.05, momentum = 0.9})
+      opts.scheduler = optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = epochs})
+      local _, printed = quiet_fit(model, opt, train, small_test_loader(), opts)
+      return model, printed, opts.scheduler
+    end
+    local straight = run(2)
+    local after_one = run(1, false, path)
+    local resumed, printed, sched = run(2, true, path)
+    os.remove(path)
+    assert.truthy(printed:find("resume: the checkpoint's CosineAnnealingLR had T_max 1; continuing with this run's T_max 2 from epoch 1", 1, true), printed)
+    assert.equal(2, sched.T_max)
+    local a, b, c = straight:state_dict(), resumed:state_dict(), after_one:state_dict()
+    for name, t in pairs(a) do
+      assert.equal(0.0, (t - b[name]):abs():max():item(), name .. " differs after resuming")
+      assert.is_true((b[name] - c[name]):abs():max():item() > 0, name .. " did not train after resuming")
+    end
+  end)
+
+  it("refuses to resume a different kind of schedule, before restoring anything", function()
+    local path = os.tmpname()
+    local model = nn.Linear(3, 2)
+    local opt = optim.SGD(model:parameters(), {lr = 0.1})
+    training.save_checkpoint(path, {model = model, optimizer = opt, epoch = 1,
+      scheduler = optim.lr_scheduler.StepLR(opt, {step_size = 2})})
+    local other = nn.Linear(3, 2)
+    local before = other.weight:clone()
+    local opt2 = optim.SGD(other:parameters(), {lr = 0.1})
+    local ok, err = pcall(training.load_checkpoint, path, {model = other, optimizer = opt2,
+      scheduler = optim.lr_scheduler.CosineAnnealingLR(opt2, {T_max = 3})})
+    os.remove(path)
+    assert.is_false(ok)
+    assert.matches("holds a StepLR schedule, this run has a CosineAnnealingLR", err)
+    assert.equal(0.0, (other.weight - before):abs():max():item())
+  end)
+end)
+
+describe("learning-rate schedulers' load_state_dict", function()
+  local function sched()
+    local opt = optim.SGD(nn.Linear(2, 2):parameters(), {lr = 0.1})
+    return optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = 4}), opt
+  end
+
+  it("restores the options too by default, as PyTorch", function()
+    local s, opt = sched()
+    s:load_state_dict({last_epoch = 2, base_lrs = {0.2}, T_max = 8, eta_min = 0})
+    assert.equal(8, s.T_max)
+    assert.equal(2, s.last_epoch)
+    assert.near(0.2 * (1 + math.cos(math.pi * 2 / 8)) / 2, opt.param_groups[1].lr, 1e-15)
+  end)
+
+  it("refuses a malformed state whole, leaving the schedule as it was", function()
+    local bad = {
+      {{last_epoch = -1, base_lrs = {0.1}}, "last_epoch must be a non%-negative integer, got %-1"},
+      {{last_epoch = 1, base_lrs = {0.1, 0.2}}, "base_lrs must list 1 rate, one per parameter group"},
+      {{last_epoch = 1, base_lrs = {"x"}}, "base_lrs%[1%] must be a number, got x"},
+      {{last_epoch = 1, base_lrs = {0.1}, optimizer = 5}, "unknown key 'optimizer'"},
+      {{last_epoch = 1, base_lrs = {0.1}, T_max = 0}, "invalid T_max: 0 %(a positive number%)"},
+      {5, "expected a table, got number"},
+    }
+    for _, case in ipairs(bad) do
+      local s, opt = sched()
+      local ok, err = pcall(s.load_state_dict, s, case[1])
+      assert.is_false(ok)
+      assert.matches("CosineAnnealingLR:load_state_dict: " .. case[2], err)
+      assert.equal(0, s.last_epoch)
+      assert.equal(4, s.T_max)
+      assert.equal(0.1, opt.param_groups[1].lr)
+    end
+  end)
 end)
 
 describe("training checkpoints", function()

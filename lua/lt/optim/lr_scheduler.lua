@@ -76,11 +76,49 @@ function Scheduler:state_dict()
   return sd
 end
 
-function Scheduler:load_state_dict(sd)
+-- Restores a state_dict, checked whole before anything changes. PyTorch's
+-- rule restores the schedule's options too; with {keep_options = true} this
+-- schedule's own options stay, so that a resumed run asking for a longer
+-- schedule (T_max of the new run) continues on it from the saved epoch
+-- instead of the finished old one (whose last rate may be 0). Returns the
+-- saved options that differ from the ones in force, name -> saved value.
+function Scheduler:load_state_dict(sd, opts)
+  local name = getmetatable(self).name
+  if type(sd) ~= "table" then raise(string.format("%s:load_state_dict: expected a table, got %s", name, type(sd))) end
+  local keep = opts and opts.keep_options
+  if math.type(sd.last_epoch) ~= "integer" or sd.last_epoch < 0 then
+    raise(string.format("%s:load_state_dict: last_epoch must be a non-negative integer, got %s", name,
+      tostring(sd.last_epoch)))
+  end
+  local groups = #self.optimizer.param_groups
+  if type(sd.base_lrs) ~= "table" or #sd.base_lrs ~= groups then
+    raise(string.format("%s:load_state_dict: base_lrs must list %d rate%s, one per parameter group", name,
+      groups, groups == 1 and "" or "s"))
+  end
+  for i = 1, groups do
+    if type(sd.base_lrs[i]) ~= "number" then
+      raise(string.format("%s:load_state_dict: base_lrs[%d] must be a number, got %s", name, i,
+        tostring(sd.base_lrs[i])))
+    end
+  end
+  local differ = {}
   for key, value in pairs(sd) do
-    self[key] = type(value) == "table" and table.move(value, 1, #value, 1, {}) or value
+    local spec = self.options[key]
+    if key ~= "last_epoch" and key ~= "base_lrs" then
+      if spec == nil then raise(string.format("%s:load_state_dict: unknown key '%s'", name, tostring(key))) end
+      if type(value) ~= "number" or (spec.check and not spec.check(value)) then
+        raise(string.format("%s:load_state_dict: invalid %s: %s (%s)", name, key, tostring(value), spec.expected))
+      end
+      if value ~= self[key] then differ[key] = value end
+    end
+  end
+  self.last_epoch = sd.last_epoch
+  self.base_lrs = table.move(sd.base_lrs, 1, groups, 1, {})
+  if not keep then
+    for key, value in pairs(differ) do self[key] = value end
   end
   self:apply()
+  return differ
 end
 
 local function positive_integer(v) return math.type(v) == "integer" and v > 0 end
