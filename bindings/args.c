@@ -202,6 +202,14 @@ lt_device ltb_parse_device(lua_State *L, const char *name, const char *op) {
   return dev;
 }
 
+const char *ltb_check_path(lua_State *L, int idx, const char *op) {
+  size_t len;
+  const char *path = luaL_checklstring(L, idx, &len);
+  /* The C library would stop at the NUL and open another file. */
+  if (strlen(path) != len) luaL_error(L, "%s: the path contains a NUL character", op);
+  return path;
+}
+
 lt_device ltb_check_device(lua_State *L, int idx, const char *op) {
   if (lua_type(L, idx) != LUA_TSTRING)
     luaL_error(L, "%s: expected a device name, got %s", op, luaL_typename(L, idx));
@@ -224,7 +232,13 @@ lt_device ltb_opt_device(lua_State *L, int idx, const char *op) {
   }
   if (lua_type(L, idx) != LUA_TSTRING)
     luaL_error(L, "%s: expected a device name, got %s", op, luaL_typename(L, idx));
-  return ltb_parse_device(L, lua_tostring(L, idx), op);
+  lt_device dev = ltb_parse_device(L, lua_tostring(L, idx), op);
+  /* Where CUDA runs, a device it does not have is an error (PyTorch's
+   * "Invalid device argument"); without CUDA every CUDA device reads as
+   * empty, as torch.cuda's statistics do before CUDA is initialised. */
+  if (dev.type == LT_DEVICE_CUDA && lt_cuda_compiled() && lt_cuda_device_count() > 0)
+    ltb_require_device(L, dev, op);
+  return dev;
 }
 
 static bool read_flag(lua_State *L, int idx, const char *op, const char *key) {

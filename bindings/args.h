@@ -64,6 +64,8 @@ lt_dtype ltb_check_dtype(lua_State *L, int idx, const char *op);
 /* Parses a device name and checks that the device exists (a clear error when
  * CUDA is absent). */
 lt_device ltb_check_device(lua_State *L, int idx, const char *op);
+/* A file path argument: a string without an embedded NUL. */
+const char *ltb_check_path(lua_State *L, int idx, const char *op);
 lt_device ltb_parse_device(lua_State *L, const char *name, const char *op);
 /* Device argument of lt.memory.* and friends: nil or none means
  * lt.default_device (set by `lt --device`), else "cpu". */

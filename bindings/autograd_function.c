@@ -195,10 +195,12 @@ lt_status ltb_run_backward(lua_State *L, lt_tensor *root, const lt_tensor *grad,
 static void read_tensor_list(lua_State *L, int idx, lt_tensor **ts, int n, const char *what) {
   for (int i = 0; i < n; i++) {
     lua_rawgeti(L, idx, i + 1);
-    ts[i] = ltb_test_tensor(L, -1);
-    if (!ts[i])
+    ltb_handle *h = ltb_test_handle(L, -1);
+    if (!h)
       luaL_error(L, "autograd.Function: %s %d is not a tensor (%s)", what, i + 1,
                  luaL_typename(L, -1));
+    if (!h->tensor) luaL_error(L, "autograd.Function: attempt to use a freed tensor (%s %d)", what, i + 1);
+    ts[i] = h->tensor;
     lua_pop(L, 1);
   }
 }

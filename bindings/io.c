@@ -47,10 +47,12 @@ static int read_tensors_table(lua_State *L, int idx, const char ***names, lt_ten
   while (lua_next(L, idx)) {
     if (lua_type(L, -2) != LUA_TSTRING)
       luaL_error(L, "save: tensor names must be strings, got a %s key", luaL_typename(L, -2));
-    lt_tensor *t = ltb_test_tensor(L, -1); /* raises for a freed tensor */
-    if (!t)
+    ltb_handle *h = ltb_test_handle(L, -1);
+    if (!h)
       luaL_error(L, "save: '%s' is a %s, not a tensor", lua_tostring(L, -2),
                  luaL_typename(L, -1));
+    if (!h->tensor) luaL_error(L, "save: attempt to use a freed tensor ('%s')", lua_tostring(L, -2));
+    lt_tensor *t = h->tensor;
     size_t len;
     (*names)[i] = lua_tolstring(L, -2, &len);
     if (strlen((*names)[i]) != len) luaL_error(L, "save: a tensor name contains a NUL character");
@@ -115,7 +117,7 @@ static int read_metadata(lua_State *L, int opts, const char ***keys, const char 
 
 static int lt_save_fn(lua_State *L) {
   lua_settop(L, 3); /* the scratch arrays go above the arguments */
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = ltb_check_path(L, 1, "save");
   const char **names, **keys, **values;
   lt_tensor **tensors;
   int n = read_tensors_table(L, 2, &names, &tensors);
@@ -133,7 +135,7 @@ static int loaded_gc(lua_State *L) {
 }
 
 static int lt_load_fn(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = ltb_check_path(L, 1, "load");
   /* The loaded file lives in a userdata until each tensor has its handle,
    * so that a Lua error on the way (out of memory) frees the rest. */
   lt_safetensors *file = lua_newuserdatauv(L, sizeof *file, 0);
@@ -163,7 +165,7 @@ static int lt_load_fn(lua_State *L) {
 /* ---- lt.read_idx(path) ---- */
 
 static int lt_read_idx_fn(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = ltb_check_path(L, 1, "read_idx");
   ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_idx_read(path, &out);

@@ -328,6 +328,7 @@ static size_t device_total_bytes(lt_device dev) {
 static int memory_set_limit(lua_State *L) {
   const char *op = "set_limit";
   lt_device dev = ltb_opt_device(L, 2, op);
+  ltb_require_device(L, dev, op); /* a limit on a device that is not there is a mistake */
   size_t bytes = 0;
   if (!lua_isnoneornil(L, 1)) {
     if (lua_type(L, 1) != LUA_TNUMBER)

@@ -127,9 +127,10 @@ bool ltb_nn_opt_reduction(lua_State *L, int opts, const char *op, lt_reduction *
 bool ltb_nn_opt_tensor(lua_State *L, int opts, const char *op, const char *key,
                        lt_tensor **out) {
   if (!get_option(L, opts, key)) return false;
-  lt_tensor *t = ltb_test_tensor(L, -1);
-  if (!t) luaL_error(L, "%s: %s must be a tensor, got %s", op, key, luaL_typename(L, -1));
-  *out = t;
+  ltb_handle *h = ltb_test_handle(L, -1);
+  if (!h) luaL_error(L, "%s: %s must be a tensor, got %s", op, key, luaL_typename(L, -1));
+  if (!h->tensor) luaL_error(L, "%s: attempt to use a freed tensor (option %s)", op, key);
+  *out = h->tensor;
   lua_pop(L, 1);
   return true;
 }

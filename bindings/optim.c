@@ -94,9 +94,11 @@ static void read_tensors(lua_State *L, int idx, int64_t n, const char *op, const
                (lua_Integer)luaL_len(L, idx), (lua_Integer)n);
   for (int64_t i = 0; i < n; i++) {
     lua_geti(L, idx, (lua_Integer)(i + 1));
-    out[i] = ltb_test_tensor(L, -1);
-    if (!out[i]) luaL_error(L, "%s: %s[%I] is not a tensor (got %s)", op, what,
-                            (lua_Integer)(i + 1), luaL_typename(L, -1));
+    ltb_handle *h = ltb_test_handle(L, -1);
+    if (!h) luaL_error(L, "%s: %s[%I] is not a tensor (got %s)", op, what,
+                       (lua_Integer)(i + 1), luaL_typename(L, -1));
+    if (!h->tensor) luaL_error(L, "%s: attempt to use a freed tensor (%s[%I])", op, what, (lua_Integer)(i + 1));
+    out[i] = h->tensor;
     lua_pop(L, 1); /* the list keeps the handle, and so the tensor, alive */
   }
 }

@@ -86,6 +86,23 @@ static void store_value(lua_State *L, nested *n) {
     ((unsigned char *)n->buffer)[i] = (unsigned char)lua_toboolean(L, -1);
 }
 
+/* The table on the stack top holds nothing but its list 1..len: a key such
+ * as x = 3, or a hole ({[1] = 1, [3] = 2}, length 1), would be dropped. */
+static void check_list_keys(lua_State *L, const nested *n, int depth, int64_t len) {
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lua_pop(L, 1);
+    int is_int;
+    lua_Integer k = lua_tointegerx(L, -1, &is_int);
+    if (!is_int || lua_type(L, -1) != LUA_TNUMBER || k < 1 || k > len) {
+      const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_pushfstring(L, "'%s'", lua_tostring(L, -1))
+                                                        : luaL_tolstring(L, -1, NULL);
+      luaL_error(L, "tensor: the table at %s has key %s, which is not part of a list (1..%I)",
+                 push_position(L, n, depth), key, (lua_Integer)len);
+    }
+  }
+}
+
 /* Checks the value on the stack top against the shape (first pass, which
  * also finds the kind of the values) or stores it (second pass). */
 static void walk(lua_State *L, nested *n, int depth) {
@@ -98,6 +115,7 @@ static void walk(lua_State *L, nested *n, int depth) {
     if (len != n->shape[depth])
       luaL_error(L, "tensor: ragged nested table: %I elements at %s, expected %I", (lua_Integer)len,
                  push_position(L, n, depth), (lua_Integer)n->shape[depth]);
+    if (!n->buffer) check_list_keys(L, n, depth, len);
     for (int64_t i = 1; i <= len; i++) {
       n->path[depth] = i;
       lua_rawgeti(L, -1, (lua_Integer)i);

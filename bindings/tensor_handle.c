@@ -7,6 +7,7 @@
  * lookup, no string hashing); __index finds methods with one rawget in a table
  * held as an upvalue; fields go through a small name -> number table. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "args.h"
 #include "bindings.h"
@@ -26,17 +27,58 @@ ltb_handle *ltb_test_handle(lua_State *L, int idx) {
   return same ? h : NULL;
 }
 
+/* The running C function's name and whether it was called as a method
+ * (t:op(...)), as luaL_argerror finds them. */
+static const char *called_as(lua_State *L, bool *method) {
+  lua_Debug ar;
+  *method = false;
+  if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "n", &ar) || ar.name == NULL) return NULL;
+  /* t.shape reaches __index with t as its first argument: self too. */
+  *method = ar.namewhat != NULL &&
+            (strcmp(ar.namewhat, "method") == 0 || strcmp(ar.namewhat, "metamethod") == 0);
+  return ar.name;
+}
+
+/* "add: attempt to use a freed tensor (argument #2)": the op (the running
+ * function's name when not given) and which argument; idx 1 of a method
+ * call is self. A negative idx is a value taken from a table argument. */
+static int freed_error(lua_State *L, int idx, const char *op) {
+  bool method;
+  const char *name = called_as(L, &method);
+  if (op == NULL) op = name ? name : "?";
+  if (idx < 0) return luaL_error(L, "%s: attempt to use a freed tensor", op);
+  if (method && idx == 1) return luaL_error(L, "%s: attempt to use a freed tensor (self)", op);
+  return luaL_error(L, "%s: attempt to use a freed tensor (argument #%d)", op, method ? idx - 1 : idx);
+}
+
 lt_tensor *ltb_test_tensor(lua_State *L, int idx) {
   ltb_handle *h = ltb_test_handle(L, idx);
   if (h == NULL) return NULL;
-  if (h->tensor == NULL) luaL_error(L, "attempt to use a freed tensor");
+  if (h->tensor == NULL) freed_error(L, idx, NULL);
   return h->tensor;
 }
 
 lt_tensor *ltb_check_tensor(lua_State *L, int idx, const char *op) {
-  lt_tensor *t = ltb_test_tensor(L, idx);
-  if (t == NULL) luaL_error(L, "%s: expected a tensor, got %s", op, luaL_typename(L, idx));
-  return t;
+  ltb_handle *h = ltb_test_handle(L, idx);
+  if (h != NULL && h->tensor == NULL) freed_error(L, idx, op);
+  if (h != NULL) return h->tensor;
+  bool method;
+  const char *name = called_as(L, &method);
+  /* t.backward() with a dot passes no self: say how to call a method. */
+  if (idx == 1 && !method && name != NULL && strcmp(name, op) == 0)
+    luaL_error(L, "%s: expected a tensor, got %s as self (argument #1); call a tensor method with a "
+                  "colon: t:%s(...)",
+               op, luaL_typename(L, idx), op);
+  luaL_error(L, "%s: expected a tensor, got %s", op, luaL_typename(L, idx));
+  return NULL;
+}
+
+lt_tensor *ltb_list_tensor(lua_State *L, const char *op, lua_Integer i) {
+  ltb_handle *h = ltb_test_handle(L, -1);
+  if (h == NULL)
+    luaL_error(L, "%s: element %I of the list is a %s, expected a tensor", op, i, luaL_typename(L, -1));
+  if (h->tensor == NULL) luaL_error(L, "%s: attempt to use a freed tensor (element %I of the list)", op, i);
+  return h->tensor;
 }
 
 ltb_handle *ltb_new_handle(lua_State *L) {

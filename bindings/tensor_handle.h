@@ -25,6 +25,9 @@ ltb_handle *ltb_test_handle(lua_State *L, int idx);
 lt_tensor *ltb_test_tensor(lua_State *L, int idx);
 /* The tensor at idx; raises "<op>: expected a tensor, got <type>" otherwise. */
 lt_tensor *ltb_check_tensor(lua_State *L, int idx, const char *op);
+/* The tensor at the top of the stack, element i of a list argument of op;
+ * raises "op: element i of the list is a freed tensor" (or not a tensor). */
+lt_tensor *ltb_list_tensor(lua_State *L, const char *op, lua_Integer i);
 
 /* Pushes an empty handle (tensor NULL, metatable set). Create it before the
  * engine call that fills it so that a Lua memory error cannot leak a tensor. */

@@ -66,7 +66,8 @@ static int binary_call(lua_State *L) {
     st = lt_binary_scalar(op, b, s, is_int, true, &out);
     return ltb_finish(L, h, st, out);
   }
-  return luaL_error(L, "%s: expected a tensor, got %s", name, luaL_typename(L, 1));
+  ltb_check_tensor(L, 1, name); /* raises: neither operand is a tensor */
+  return 0;
 }
 
 static int binary_inplace_call(lua_State *L) {
@@ -247,10 +248,7 @@ static lt_tensor **list_tensors(lua_State *L, int idx, const char *op, int *n) {
   lt_tensor **ts = lua_newuserdatauv(L, (size_t)len * sizeof *ts, 0);
   for (lua_Unsigned i = 0; i < len; i++) {
     lua_rawgeti(L, idx, (lua_Integer)i + 1);
-    ts[i] = ltb_test_tensor(L, -1);
-    if (ts[i] == NULL)
-      luaL_error(L, "%s: element %I of the list is a %s, expected a tensor", op,
-                 (lua_Integer)i + 1, luaL_typename(L, -1));
+    ts[i] = ltb_list_tensor(L, op, (lua_Integer)i + 1);
     lua_pop(L, 1);
   }
   *n = (int)len;

@@ -11,6 +11,7 @@
 -- only moves by powers of the factors, and growth stops where float32 would
 -- overflow. bfloat16 has float32's range and needs no scaler.
 local core = require "lt.core"
+local methods = require "lt.methods"
 local raise = require "lt.user_error"
 local by_device = require "lt.by_device"
 
@@ -250,5 +251,8 @@ function GradScaler:__tostring()
   return string.format("GradScaler(scale=%g, growth_tracker=%d, enabled=%s)", self:get_scale(),
     self._growth_tracker, tostring(self._enabled))
 end
+
+-- scaler.step(opt) with a dot: a clear error, not one from inside this file.
+methods.guard(GradScaler, "GradScaler", "a GradScaler", "scaler", function(v) return getmetatable(v) == GradScaler end)
 
 return amp

@@ -1,5 +1,6 @@
 -- lt.data: data sets and a loader that cuts them into (shuffled) batches.
 local core = require "lt.core"
+local methods = require "lt.methods"
 
 local data = {}
 
@@ -37,6 +38,8 @@ function data.fashion_mnist(split, opts)
     error(string.format("fashion_mnist: unknown split '%s' (expected \"train\" or \"test\")", tostring(split)), 2)
   end
   local dir = opts.dir or DEFAULT_DIR
+  if type(dir) ~= "string" then error("fashion_mnist: dir must be a string, got " .. type(dir), 2) end
+  if dir:find("\0", 1, true) then error("fashion_mnist: dir contains a NUL character", 2) end
   local images_path = string.format("%s/%s-images-idx3-ubyte.gz", dir, prefix)
   local labels_path = string.format("%s/%s-labels-idx1-ubyte.gz", dir, prefix)
   for _, path in ipairs { images_path, labels_path } do
@@ -222,5 +225,7 @@ function DataLoader:epoch(k)
   self:set_epoch(k)
   return self:iter()
 end
+
+methods.guard(DataLoader, "DataLoader", "a DataLoader", "loader", function(v) return getmetatable(v) == DataLoader end)
 
 return data

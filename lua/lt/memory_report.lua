@@ -224,6 +224,8 @@ return function(memory, version)
     if type(path) ~= "string" then
       error("memory.report: expected a file path, got " .. type(path), 2)
     end
+    -- io.open would stop at the NUL and write another file.
+    if path:find("\0", 1, true) then error("memory.report: the path contains a NUL character", 2) end
     opts = opts or {}
     if type(opts) ~= "table" then error("memory.report: expected an options table, got " .. type(opts), 2) end
     for k in pairs(opts) do

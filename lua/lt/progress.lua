@@ -7,6 +7,7 @@
 --   bar:finish()
 
 local core = require "lt.core"
+local methods = require "lt.methods"
 
 local progress = {}
 local Bar = {}
@@ -87,5 +88,7 @@ function Bar:finish(fields)
   self.out:flush()
   return core.clock() - self.start
 end
+
+methods.guard(Bar, "progress bar", "a progress bar", "bar", function(v) return getmetatable(v) == Bar end)
 
 return progress

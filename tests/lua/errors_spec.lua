@@ -91,3 +91,105 @@ describe("errors", function()
     assert.equal(before, lt.memory.allocated())
   end)
 end)
+
+-- A method called with a dot (m.forward(x), opt.step(), loss.backward())
+-- passes the wrong self: the error says so at the script's line instead of
+-- failing inside lt's files.
+describe("methods called with the wrong self", function()
+  local nn, optim = lt.nn, lt.optim
+  local here = "errors_spec.lua:"
+
+  it("modules, built in and user-defined, name the class and the method", function()
+    local x = lt.randn(2, 2)
+    local m = nn.Linear(2, 2)
+    local err = h.fails(function() local y = nn.Linear.forward(5, x); return y end,
+      "Linear:forward: expected a module as self, got a number; call it with a colon: m:forward(...)")
+    assert.truthy(err:find(here, 1, true), err)
+    h.fails(function() return m.forward(x) end, "Linear:forward: expected a module as self, got a tensor")
+    h.fails(function() return m.parameters() end, "Module:parameters: expected a module as self, got nothing")
+    h.fails(function() return nn.Sequential(m).forward(x) end, "Sequential:forward: expected a module as self")
+    local Block = nn.Module:extend("Block")
+    function Block:forward(v) return v end
+    h.fails(function() return Block().forward(1) end, "Block:forward: expected a module as self, got a number")
+    assert.equal(x, Block()(x)) -- the colon call still works
+    assert.equal(2, #m:parameters())
+  end)
+
+  it("optimizers, schedulers, scalers and loaders", function()
+    local opt = optim.SGD(nn.Linear(2, 2):parameters(), {lr = 0.1})
+    local err = h.fails(function() opt.step(5) end,
+      "Optimizer:step: expected an optimizer as self, got a number; call it with a colon: opt:step(...)")
+    assert.truthy(err:find(here, 1, true), err)
+    h.fails(function() return optim.Adam(nn.Linear(2, 2):parameters()).zero_grad() end,
+      "Optimizer:zero_grad: expected an optimizer as self, got nothing")
+    h.fails(function() return opt.check({}) end, "SGD:check: expected an optimizer as self, got a table")
+    local sched = optim.lr_scheduler.StepLR(opt, {step_size = 1})
+    h.fails(function() return sched.step() end, "lr_scheduler:step: expected a scheduler as self, got nothing")
+    local scaler = lt.amp.GradScaler()
+    h.fails(function() return scaler.get_scale() end, "GradScaler:get_scale: expected a GradScaler as self")
+    local loader = lt.data.DataLoader({lt.ones(4)}, {batch_size = 2})
+    h.fails(function() return loader.iter() end, "DataLoader:iter: expected a DataLoader as self")
+    opt:step(); sched:step()
+    assert.equal(2, #loader)
+  end)
+
+  it("tensor methods say to call them with a colon", function()
+    local loss = (lt.randn(2, {requires_grad = true}) * 2):sum()
+    local err = h.fails(function() loss.backward() end,
+      "backward: expected a tensor, got no value as self (argument #1); call a tensor method with a colon: t:backward(...)")
+    assert.truthy(err:find(here, 1, true), err)
+    h.fails(function() return loss.add(5, 1) end, "add: expected a tensor, got number as self (argument #1)")
+  end)
+
+  it("a freed tensor is named with the op and the argument", function()
+    local t, u = lt.ones(2), lt.ones(2)
+    u:free()
+    h.fails(function() return u:add(1) end, "add: attempt to use a freed tensor (self)")
+    h.fails(function() return t:add(u) end, "add: attempt to use a freed tensor (argument #1)")
+    h.fails(function() return lt.matmul(lt.ones(2, 2), u) end, "matmul: attempt to use a freed tensor (argument #2)")
+    h.fails(function() return lt.cat({t, u}, 1) end, "cat: attempt to use a freed tensor (element 2 of the list)")
+    h.fails(function() return u.shape end, "attempt to use a freed tensor (self)")
+    h.fails(function() return lt.save(os.tmpname(), {w = u}) end, "save: attempt to use a freed tensor ('w')")
+  end)
+end)
+
+-- Input that used to be accepted and silently misread.
+describe("bad input accepted silently before", function()
+  it("lt.tensor refuses keys outside the list of each table", function()
+    h.fails_cleanly(function() return lt.tensor({1, 2, x = 3}) end,
+      "tensor: the table at the top level has key 'x', which is not part of a list (1..2)")
+    h.fails_cleanly(function() return lt.tensor({{1, 2}, {3, 4, y = 1}}) end, "the table at [2] has key 'y'")
+    h.fails_cleanly(function() return lt.tensor({[1] = 1, [3] = 2}) end, "has key 3, which is not part of a list (1..1)")
+    h.fails_cleanly(function() return lt.tensor({1, 2, [2.5] = 1}) end, "has key 2.5")
+    assert.same({{1, 2}, {3, 4}}, lt.tensor({{1, 2}, {3, 4}}):totable())
+  end)
+
+  it("a device that does not exist is refused by set_limit", function()
+    local expected = lt.cuda.is_available() and "no device cuda:7" or "CUDA is not available"
+    h.fails_cleanly(function() return lt.memory.set_limit(1024, "cuda:7") end, "set_limit: " .. expected)
+    assert.is_true((pcall(lt.memory.set_limit, nil)))
+  end)
+
+  it("module and functional flags must be booleans, as lt.zeros's are", function()
+    h.fails_cleanly(function() return lt.nn.Linear(2, 3, {bias = 0}) end, "Linear: bias must be a boolean, got number 0")
+    h.fails_cleanly(function() return lt.nn.Conv2d(1, 2, 3, {bias = "no"}) end, "Conv2d: bias must be a boolean, got string")
+    h.fails_cleanly(function() return lt.nn.BatchNorm2d(2, {affine = 1}) end, "BatchNorm2d: affine must be a boolean")
+    h.fails_cleanly(function() return lt.nn.ReLU({inplace = 1}) end, "ReLU: inplace must be a boolean")
+    h.fails_cleanly(function() return lt.nn.functional.relu(lt.ones(1), {inplace = 1}) end, "relu: inplace must be a boolean")
+    h.fails_cleanly(function() return lt.zeros(2, {requires_grad = 1}) end, "zeros: option 'requires_grad' must be a boolean")
+    assert.is_nil(lt.nn.Linear(2, 3, {bias = false}).bias)
+  end)
+
+  it("a path with an embedded NUL is refused, not cut short", function()
+    local f = os.tmpname()
+    lt.save(f, {a = lt.ones(1)})
+    local size = io.open(f, "rb"):seek("end")
+    h.fails_cleanly(function() return lt.save(f .. "\0.x", {a = lt.ones(3)}) end, "save: the path contains a NUL character")
+    h.fails_cleanly(function() return lt.load(f .. "\0.x") end, "load: the path contains a NUL character")
+    h.fails_cleanly(function() return lt.read_idx(f .. "\0.x") end, "read_idx: the path contains a NUL character")
+    h.fails_cleanly(function() return lt.memory.report(f .. "\0.html") end, "memory.report: the path contains a NUL character")
+    h.fails_cleanly(function() return lt.data.fashion_mnist("test", {dir = "/tmp\0x"}) end, "fashion_mnist: dir contains a NUL character")
+    assert.equal(size, io.open(f, "rb"):seek("end")) -- f untouched
+    os.remove(f)
+  end)
+end)

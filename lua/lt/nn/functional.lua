@@ -21,6 +21,7 @@
 local core = require "lt.core"
 local raise = require "lt.user_error"
 local shapes = require "lt.shapes"
+local options = require "lt.nn.options"
 
 local F = {}
 for name, fn in pairs(core._functional) do F[name] = fn end
@@ -46,13 +47,7 @@ end
 
 function F.relu(x, opts)
   check_tensor("relu", x)
-  if opts ~= nil then
-    if type(opts) ~= "table" then error("relu: expected an options table, got " .. type(opts), 2) end
-    for k in pairs(opts) do
-      if k ~= "inplace" then error(string.format("relu: unknown option '%s' (expected inplace)", tostring(k)), 2) end
-    end
-    if opts.inplace then return x:relu_() end
-  end
+  if opts ~= nil and options.read("relu", opts, { inplace = false }).inplace then return x:relu_() end
   return x:relu()
 end
 

@@ -14,6 +14,7 @@
 local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
+local methods = require "lt.methods"
 
 local is_tensor = core.is_tensor
 local set_category = core.memory.set_category
@@ -169,7 +170,8 @@ end
 -- A subclass: Module:extend("Block"), Linear:extend("MyLinear"), ...
 function Module:extend(name)
   if type(name) ~= "string" then raise("extend: expected a class name, got " .. type(name)) end
-  local cls = setmetatable({}, { __index = self, __call = construct, __tostring = class_tostring })
+  local cls = setmetatable({}, { __index = self, __call = construct, __tostring = class_tostring,
+    __newindex = methods.guarding_newindex(name, "a module", "m", is_module) })
   cls._name = name
   cls._instance_mt = instance_metatable(cls, name)
   return cls
@@ -560,5 +562,10 @@ function Module:repr()
   end
   return s .. ")"
 end
+
+-- m.forward(x) with a dot: a clear error, not one from inside these files.
+-- Subclasses' methods are guarded as they are defined (extend's __newindex).
+methods.guard(Module, "Module", "a module", "m", is_module,
+  { extend = true, is_module = true, Parameter = true, is_parameter = true })
 
 return Module

@@ -17,6 +17,11 @@ function options.read(name, opts, defaults, allowed)
     if defaults[k] == nil and not (allowed and allowed[k]) then
       raise(string.format("%s: unknown option '%s'", name, tostring(k)))
     end
+    -- A flag must be a flag: {bias = 0} would be true to Lua and make a bias.
+    if type(defaults[k]) == "boolean" and type(v) ~= "boolean" then
+      raise(string.format("%s: %s must be a boolean, got %s", name, tostring(k),
+        type(v) == "number" and "number " .. tostring(v) or type(v)))
+    end
     out[k] = v
   end
   return out

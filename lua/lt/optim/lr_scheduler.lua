@@ -7,6 +7,7 @@
 -- sched:step() advances one epoch (call it after opt:step()),
 -- sched:get_last_lr() gives the rates now in force, one per group.
 local raise = require "lt.user_error"
+local methods = require "lt.methods"
 
 local Scheduler = {}
 Scheduler.__index = Scheduler
@@ -136,5 +137,7 @@ local CosineAnnealingLR = define("CosineAnnealingLR", {
 }, function(self, base, epoch)
   return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
 end)
+
+methods.guard(Scheduler, "lr_scheduler", "a scheduler", "sched", methods.instance_of(Scheduler), { new = true })
 
 return { StepLR = StepLR, CosineAnnealingLR = CosineAnnealingLR }

@@ -8,6 +8,7 @@ local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
 local by_device = require "lt.by_device"
+local methods = require "lt.methods"
 
 local set_category = core.memory.set_category
 local is_tensor = core.is_tensor
@@ -32,7 +33,8 @@ end
 -- Defines a concrete optimizer: Optimizer:extend("SGD", defaults) gives a
 -- class whose call constructs, as optim.SGD(params, options).
 function Optimizer:extend(name, defaults)
-  local cls = setmetatable({}, { __index = self, __call = function(cls, ...) return cls.new(cls, ...) end })
+  local cls = setmetatable({}, { __index = self, __call = function(cls, ...) return cls.new(cls, ...) end,
+    __newindex = methods.guarding_newindex(name, "an optimizer", "opt", methods.instance_of(Optimizer)) })
   cls.__index = cls
   cls.name = name
   cls.defaults = defaults
@@ -334,5 +336,9 @@ function Optimizer:describe()
   lines[#lines + 1] = ")"
   return table.concat(lines, "\n")
 end
+
+-- opt.step() with a dot: a clear error, not one from inside these files.
+methods.guard(Optimizer, "Optimizer", "an optimizer", "opt", methods.instance_of(Optimizer),
+  { new = true, new_buffer = true, extend = true })
 
 return Optimizer
