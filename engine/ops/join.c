@@ -54,8 +54,15 @@ lt_status lt_cat(lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
                         LT_USER_INDEX(d), (long long)r0->shape[k], (long long)t->shape[k],
                         LT_USER_INDEX(i));
     }
-    shape[d] += t->shape[d];
+    if (__builtin_add_overflow(shape[d], t->shape[d], &shape[d])) {
+      char buf[OPS_SHAPE_BUF];
+      return lt_error(LT_ERR_SHAPE,
+                      "cat: the sizes in dimension %lld add up past int64 (at tensor %lld, %s)",
+                      LT_USER_INDEX(d), LT_USER_INDEX(i), ops_shape_str(buf, t->shape, t->ndim));
+    }
   }
+  int64_t numel;
+  LT_TRY(lt_check_shape("cat", shape, r0->ndim, dt, &numel));
   const lt_backend *be;
   LT_TRY(ops_backend("cat", r0->storage->device, &be));
   lt_tensor *r;
@@ -104,6 +111,8 @@ lt_status lt_stack(lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
   LT_TRY(lt_wrap_dim("stack", dim, t0->ndim + 1, &d));
   int64_t shape[LT_MAX_DIMS];
   for (int k = 0, j = 0; k <= t0->ndim; k++) shape[k] = k == d ? n : t0->shape[j++];
+  int64_t numel;
+  LT_TRY(lt_check_shape("stack", shape, t0->ndim + 1, dt, &numel));
   const lt_backend *be;
   LT_TRY(ops_backend("stack", t0->storage->device, &be));
   lt_tensor *r;
