@@ -61,12 +61,10 @@ lt_status lt_cat(lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
                       LT_USER_INDEX(d), LT_USER_INDEX(i), ops_shape_str(buf, t->shape, t->ndim));
     }
   }
-  int64_t numel;
-  LT_TRY(lt_check_shape("cat", shape, r0->ndim, dt, &numel));
   const lt_backend *be;
   LT_TRY(ops_backend("cat", r0->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(shape, r0->ndim, dt, r0->storage->device, &r));
+  LT_TRY(lt_empty_named("cat", shape, r0->ndim, dt, r0->storage->device, &r));
   int64_t at = 0;
   for (int i = 0; i < n; i++) {
     const lt_tensor *t = ts[i];
@@ -111,12 +109,10 @@ lt_status lt_stack(lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
   LT_TRY(lt_wrap_dim("stack", dim, t0->ndim + 1, &d));
   int64_t shape[LT_MAX_DIMS];
   for (int k = 0, j = 0; k <= t0->ndim; k++) shape[k] = k == d ? n : t0->shape[j++];
-  int64_t numel;
-  LT_TRY(lt_check_shape("stack", shape, t0->ndim + 1, dt, &numel));
   const lt_backend *be;
   LT_TRY(ops_backend("stack", t0->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(shape, t0->ndim + 1, dt, t0->storage->device, &r));
+  LT_TRY(lt_empty_named("stack", shape, t0->ndim + 1, dt, t0->storage->device, &r));
   for (int i = 0; i < n; i++) {
     lt_tensor slice = *r;
     ops_view_select(&slice, d, i);

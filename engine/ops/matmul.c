@@ -122,7 +122,7 @@ lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
   int nfull = 0, ndim = 0;
   if (st == LT_OK)
     st = product_geometry(ac ? ac : a, bc ? bc : b, &av, &bv, full, &nfull, shape, &ndim);
-  if (st == LT_OK) st = lt_empty(shape, ndim, a->dtype, a->storage->device, &r);
+  if (st == LT_OK) st = lt_empty_named("matmul", shape, ndim, a->dtype, a->storage->device, &r);
   if (st == LT_OK) {
     lt_tensor rv = *r; /* the product with the dims 1-D operands gained */
     rv.ndim = nfull;
