@@ -15,12 +15,10 @@ static lt_tensor *header_new(lt_dtype dt) {
   return t;
 }
 
-lt_status lt_check_shape(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
-                         int64_t *numel) {
-  if (ndim < 0 || ndim > LT_MAX_DIMS)
-    return lt_error(LT_ERR_SHAPE, "%s: %d dimensions requested, lt supports at most %d", op, ndim,
-                    LT_MAX_DIMS);
-  if ((unsigned)dt >= LT_NDTYPES) return lt_error(LT_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dt);
+/* lt_check_shape; with_strides false for a shape that needs no strides of
+ * its own (a broadcast, which may be an in-place write's or a view's). */
+static lt_status count_elements(const char *op, const int64_t *shape, int ndim, bool with_strides,
+                                int64_t *numel) {
   /* span: the largest stride, the product of the sizes after the first
    * with 0 counted as 1 (PyTorch's empty_tensor_restride) */
   int64_t n = 1, span = 1;
@@ -45,12 +43,21 @@ lt_status lt_check_shape(const char *op, const int64_t *shape, int ndim, lt_dtyp
                     "%s: shape %s has too many elements (%lld; lt's limit is %lld)",
                     op, lt_format_shape(buf, sizeof buf, (const long long *)shape, ndim),
                     (long long)n, (long long)LT_MAX_NUMEL);
-  if (stride_wrapped)
+  if (with_strides && (stride_wrapped || span > LT_MAX_NUMEL)) /* kernels step in bytes */
     return lt_error(LT_ERR_SHAPE,
                     "%s: shape %s is too large for its strides (Stride calculation overflowed)",
                     op, lt_format_shape(buf, sizeof buf, (const long long *)shape, ndim));
   *numel = n;
   return LT_OK;
+}
+
+lt_status lt_check_shape(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
+                         int64_t *numel) {
+  if (ndim < 0 || ndim > LT_MAX_DIMS)
+    return lt_error(LT_ERR_SHAPE, "%s: %d dimensions requested, lt supports at most %d", op, ndim,
+                    LT_MAX_DIMS);
+  if ((unsigned)dt >= LT_NDTYPES) return lt_error(LT_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dt);
+  return count_elements(op, shape, ndim, true, numel);
 }
 
 /* Cannot overflow: lt_check_shape bounded the products of the sizes. */
@@ -200,10 +207,9 @@ lt_status lt_broadcast_shapes(const char *op, const int64_t *a, int na, const in
     }
     out[i] = sa == 1 ? sb : sa;
   }
-  /* [2^32, 1] with [1, 2^32]: each fits, their result would not (the dtype
-   * does not matter to the count). */
+  /* [2^32, 1] with [1, 2^32]: each fits, their result would not. */
   int64_t numel;
-  LT_TRY(lt_check_shape(op, out, n, LT_FLOAT32, &numel));
+  LT_TRY(count_elements(op, out, n, false, &numel));
   *nout = n;
   return LT_OK;
 }

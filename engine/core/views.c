@@ -182,6 +182,16 @@ static lt_status permute_geometry(const lt_tensor *t, const int *dims, int ndim,
   return LT_OK;
 }
 
+/* offset + steps * stride. Past INT64_MAX only in a view with no element
+ * (sizes and strides of any product): its offset addresses nothing, so it
+ * stays. */
+static int64_t moved_offset(int64_t offset, int64_t steps, int64_t stride) {
+  int64_t step, moved;
+  if (__builtin_mul_overflow(steps, stride, &step) || __builtin_add_overflow(offset, step, &moved))
+    return offset;
+  return moved;
+}
+
 static lt_status narrow_geometry(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out) {
   LT_TRY(check_dim("narrow", dim, t->ndim));
   int64_t size = t->shape[dim];
@@ -192,7 +202,7 @@ static lt_status narrow_geometry(const lt_tensor *t, int dim, int64_t start, int
                     "narrow: start %lld and length %lld do not fit size %lld of dimension %lld",
                     LT_USER_INDEX(start), (long long)length, (long long)size, LT_USER_INDEX(dim));
   LT_TRY(share(t, out));
-  (*out)->offset += start * t->stride[dim];
+  (*out)->offset = moved_offset(t->offset, start, t->stride[dim]);
   (*out)->shape[dim] = length;
   return LT_OK;
 }
@@ -209,7 +219,7 @@ static lt_status select_geometry(const lt_tensor *t, int dim, int64_t index, lt_
   if (index < 0) index += size;
   LT_TRY(share(t, out));
   lt_tensor *v = *out;
-  v->offset += index * t->stride[dim];
+  v->offset = moved_offset(t->offset, index, t->stride[dim]);
   for (int i = dim; i < t->ndim - 1; i++) {
     v->shape[i] = t->shape[i + 1];
     v->stride[i] = t->stride[i + 1];

@@ -139,7 +139,9 @@ static void test_shape_overflow(void) {
   CHECK(lt_check_shape("ones", wide, 3, LT_FLOAT32, &n) == LT_ERR_SHAPE);
   CHECK(HAS("ones: shape [0, 4611686018427387904, 4611686018427387904] is too large for its "
             "strides (Stride calculation overflowed)"));
-  CHECK(lt_check_shape("ones", one_stride, 2, LT_FLOAT32, &n) == LT_OK && n == 0);
+  CHECK(lt_check_shape("ones", one_stride, 2, LT_FLOAT32, &n) == LT_ERR_SHAPE); /* in bytes */
+  const int64_t fits_stride[] = {0, LT_MAX_NUMEL};
+  CHECK(lt_check_shape("ones", fits_stride, 2, LT_FLOAT64, &n) == LT_OK && n == 0);
   CHECK(lt_check_shape("ones", limit, 1, LT_FLOAT64, &n) == LT_OK && n == LT_MAX_NUMEL);
   const int64_t past[] = {LT_MAX_NUMEL + 1};
   CHECK(lt_check_shape("randperm", past, 1, LT_INT64, &n) == LT_ERR_SHAPE);
