@@ -165,6 +165,12 @@ describe("views with extreme sizes", function()
     assert.equal(0, v:sum():item())
     assert.equal(0, v:narrow(2, big, 1):numel())
     assert.equal(0, v:select(2, -1):numel())
+    local r = lt.zeros(0):view(3, 0, 1 << 62) -- reduced over nothing: each output is 0
+    assert.same({ 0, 0, 0 }, r:sum({ 2, 3 }):totable())
+    assert.same({ 3, 0 }, r:sum(3).shape)
+    assert.equal(v, v:copy_(v)) -- in place: no new tensor, nothing to lay out
+    assert.equal(v, v:mul_(v))
+    assert.equal(v, v:fill_(1))
     local w = v:transpose(1, 3)
     assert.equal(w, w:contiguous()) -- no element: contiguous as it is
     -- A new tensor of its shape would need strides past int64 (as in
