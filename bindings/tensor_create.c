@@ -195,14 +195,15 @@ static const char *const fill_names[] = {"empty", "zeros", "ones", "rand", "rand
 static const char *const fill_like_names[] = {"empty_like", "zeros_like", "ones_like", "rand_like",
                                               "randn_like"};
 
-static lt_status make_filled(enum fill_kind kind, const int64_t *shape, int ndim, lt_dtype dt,
-                             lt_device dev, lt_tensor **out) {
+/* Errors name op, the function the user called (ones, randn_like). */
+static lt_status make_filled(const char *op, enum fill_kind kind, const int64_t *shape, int ndim,
+                             lt_dtype dt, lt_device dev, lt_tensor **out) {
   switch (kind) {
-    case FILL_ZEROS: return lt_zeros(shape, ndim, dt, dev, out);
-    case FILL_ONES: return lt_full(shape, ndim, 1.0, dt, dev, out);
+    case FILL_ZEROS: return lt_full_named(op, shape, ndim, 0.0, dt, dev, out);
+    case FILL_ONES: return lt_full_named(op, shape, ndim, 1.0, dt, dev, out);
     default: break;
   }
-  LT_TRY(lt_empty(shape, ndim, dt, dev, out));
+  LT_TRY(lt_empty_named(op, shape, ndim, dt, dev, out));
   lt_status st = LT_OK;
   if (kind == FILL_RAND) st = lt_uniform_(*out, 0.0, 1.0);
   else if (kind == FILL_RANDN) st = lt_normal_(*out, 0.0, 1.0);
@@ -234,7 +235,7 @@ static int create_filled(lua_State *L) {
   check_random_dtype(L, kind, dt, op);
   ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
-  lt_status st = make_filled(kind, shape, ndim, dt, o.device, &out);
+  lt_status st = make_filled(op, kind, shape, ndim, dt, o.device, &out);
   return finish_created(L, h, st, out, &o);
 }
 
@@ -252,7 +253,7 @@ static int create_filled_like(lua_State *L) {
   check_random_dtype(L, kind, dt, op);
   ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
-  lt_status st = make_filled(kind, t->shape, t->ndim, dt, dev, &out);
+  lt_status st = make_filled(op, kind, t->shape, t->ndim, dt, dev, &out);
   return finish_created(L, h, st, out, &o);
 }
 
@@ -295,7 +296,7 @@ static int lt_full_fn(lua_State *L) {
   check_options_dtype(L, &o, dt, "full");
   ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
-  lt_status st = lt_full(shape, ndim, v, dt, o.device, &out);
+  lt_status st = lt_full_named("full", shape, ndim, v, dt, o.device, &out);
   return finish_created(L, h, st, out, &o);
 }
 
@@ -310,7 +311,7 @@ static int lt_full_like_fn(lua_State *L) {
   check_options_dtype(L, &o, dt, "full_like");
   ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
-  lt_status st = lt_full(t->shape, t->ndim, v, dt, dev, &out);
+  lt_status st = lt_full_named("full_like", t->shape, t->ndim, v, dt, dev, &out);
   return finish_created(L, h, st, out, &o);
 }
 
@@ -331,7 +332,7 @@ static int lt_randint_fn(lua_State *L) {
   check_options_dtype(L, &o, dt, "randint");
   ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
-  lt_status st = lt_empty(shape, ndim, dt, o.device, &out);
+  lt_status st = lt_empty_named("randint", shape, ndim, dt, o.device, &out);
   if (st == LT_OK) {
     st = lt_randint_(out, low, high);
     if (st != LT_OK) lt_tensor_release(out);
@@ -406,12 +407,26 @@ static int lt_arange_fn(lua_State *L) {
   return finish_created(L, h, st, out, &o);
 }
 
+/* core._check_shape(op, sizes): raises what creating a tensor of sizes would,
+ * under op's name (a module constructor: "Linear: shape [...] has too many
+ * elements"), before the module creates its parameters. */
+static int check_shape_fn(lua_State *L) {
+  const char *op = luaL_checkstring(L, 1);
+  int64_t shape[LT_MAX_DIMS], numel;
+  int ndim;
+  ltb_check_sizes(L, 2, op, false, shape, &ndim);
+  lt_status st = lt_check_shape(op, shape, ndim, LT_FLOAT32, &numel);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
 void ltb_open_tensor_create(lua_State *L, int methods_idx, int core_idx) {
   (void)methods_idx;
   core_idx = lua_absindex(L, core_idx);
   static const luaL_Reg functions[] = {
       {"tensor", lt_tensor_fn},   {"full", lt_full_fn},     {"full_like", lt_full_like_fn},
-      {"randint", lt_randint_fn}, {"arange", lt_arange_fn}, {NULL, NULL},
+      {"randint", lt_randint_fn}, {"arange", lt_arange_fn}, {"_check_shape", check_shape_fn},
+      {NULL, NULL},
   };
   lua_pushvalue(L, core_idx);
   luaL_setfuncs(L, functions, 0);

@@ -11,6 +11,7 @@
 
 #include "alloc/alloc_internal.h"
 #include "alloc/backend.h"
+#include "alloc/poison.h"
 
 #define NDEVICE_TYPES 2
 
@@ -188,6 +189,7 @@ static lt_block *new_segment(lt_device_allocator *da, size_t rounded, int pool,
   b->ptr = mem;
   b->size = seg_size;
   b->segment = seg;
+  lt_poison(seg, mem, seg_size); /* no block owns any of it yet */
 
   da->stats.num_device_allocs++;
   lt_stat_update_pool(da->stats.segment, pool, 1);
@@ -205,6 +207,7 @@ static void release_segment(lt_device_allocator *da, lt_segment *seg) {
     da->segments = seg->next;
   if (seg->next) seg->next->prev = seg->prev;
 
+  lt_unpoison(seg, seg->base, seg->size); /* the system's again, for whoever gets it next */
   seg->raw.free(seg->raw.ctx, seg->owner->dev.index, seg->base, seg->size);
   da->stats.num_device_frees++;
   lt_stat_update_pool(da->stats.segment, seg->pool, -1);
@@ -258,6 +261,7 @@ static void take_block(lt_device_allocator *da, lt_block *b, size_t rounded, siz
   }
   b->allocated = true;
   b->requested = nbytes;
+  lt_unpoison(b->segment, b->ptr, nbytes); /* not the tail up to the rounded size */
   b->category = (unsigned char)cat;
   b->origin = NULL;
   b->history_id = 0; /* a recycled struct must not look logged */
@@ -386,6 +390,7 @@ void lt_return_block_locked(lt_device_allocator *da, lt_block *b) {
   lt_stat_update_pool(da->stats.active, pool, -1);
   lt_stat_update_pool(da->stats.active_bytes, pool, -(int64_t)b->size);
   b->allocated = false;
+  lt_poison(b->segment, b->ptr, b->size); /* its free neighbours already are */
   if (b->prev && !b->prev->allocated) absorb_neighbour(da, b, b->prev);
   if (b->next && !b->next->allocated) absorb_neighbour(da, b, b->next);
   insert_free_block(da, b);

@@ -273,7 +273,7 @@ static lt_status fill(const char *op, lt_tensor *t, fill_job *job) {
   }
 
   lt_tensor *host = NULL;
-  LT_TRY(lt_empty(t->shape, t->ndim, t->dtype, lt_cpu(), &host));
+  LT_TRY(lt_empty_named(op, t->shape, t->ndim, t->dtype, lt_cpu(), &host));
   fill_cpu(host, job);
   /* Random fills are not recorded by autograd, on any device. */
   bool grad_mode = lt_set_grad_enabled(false);

@@ -15,40 +15,66 @@ static lt_tensor *header_new(lt_dtype dt) {
   return t;
 }
 
-/* Checks a requested shape and gives its element count (overflow-safe). */
-static lt_status check_shape(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
-                             int64_t *numel) {
-  if (ndim < 0 || ndim > LT_MAX_DIMS)
-    return lt_error(LT_ERR_SHAPE, "%s: %d dimensions requested, lt supports at most %d", op, ndim,
-                    LT_MAX_DIMS);
-  if ((unsigned)dt >= LT_NDTYPES) return lt_error(LT_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dt);
-  int64_t n = 1;
-  const int64_t limit = INT64_MAX / 16; /* keeps numel * element size representable */
+/* lt_check_shape; with_strides false for a shape that needs no strides of
+ * its own (a broadcast, which may be an in-place write's or a view's). */
+static lt_status count_elements(const char *op, const int64_t *shape, int ndim, bool with_strides,
+                                int64_t *numel) {
+  /* span: the largest stride, the product of the sizes after the first
+   * with 0 counted as 1 (PyTorch's empty_tensor_restride) */
+  int64_t n = 1, span = 1;
+  bool wrapped = false, stride_wrapped = false, any_zero = false;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
       return lt_error(LT_ERR_SHAPE, "%s: negative size %lld in dimension %lld", op,
                       (long long)shape[i], LT_USER_INDEX(i));
-    if (shape[i] != 0 && n > limit / shape[i])
-      return lt_error(LT_ERR_SHAPE, "%s: a tensor of that shape has too many elements", op);
-    n *= shape[i];
+    any_zero = any_zero || shape[i] == 0;
+    wrapped = wrapped || __builtin_mul_overflow(n, shape[i], &n);
+    if (i > 0)
+      stride_wrapped = stride_wrapped || __builtin_mul_overflow(span, shape[i] ? shape[i] : 1, &span);
   }
+  char buf[160];
+  if (any_zero) n = 0; /* a 0 anywhere leaves no element, whatever the other sizes */
+  else if (wrapped)
+    return lt_error(LT_ERR_SHAPE,
+                    "%s: shape %s has too many elements (numel: integer multiplication overflow)",
+                    op, lt_format_shape(buf, sizeof buf, (const long long *)shape, ndim));
+  if (n > LT_MAX_NUMEL)
+    return lt_error(LT_ERR_SHAPE,
+                    "%s: shape %s has too many elements (%lld; lt's limit is %lld)",
+                    op, lt_format_shape(buf, sizeof buf, (const long long *)shape, ndim),
+                    (long long)n, (long long)LT_MAX_NUMEL);
+  if (with_strides && (stride_wrapped || span > LT_MAX_NUMEL)) /* kernels step in bytes */
+    return lt_error(LT_ERR_SHAPE,
+                    "%s: shape %s is too large for its strides (Stride calculation overflowed)",
+                    op, lt_format_shape(buf, sizeof buf, (const long long *)shape, ndim));
   *numel = n;
   return LT_OK;
 }
 
+lt_status lt_check_shape(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
+                         int64_t *numel) {
+  if (ndim < 0 || ndim > LT_MAX_DIMS)
+    return lt_error(LT_ERR_SHAPE, "%s: %d dimensions requested, lt supports at most %d", op, ndim,
+                    LT_MAX_DIMS);
+  if ((unsigned)dt >= LT_NDTYPES) return lt_error(LT_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dt);
+  return count_elements(op, shape, ndim, true, numel);
+}
+
+/* Cannot overflow: lt_check_shape bounded the products of the sizes. */
 static void set_contiguous_strides(lt_tensor *t) {
   int64_t s = 1;
   for (int i = t->ndim - 1; i >= 0; i--) {
     t->stride[i] = s;
-    s *= t->shape[i] > 0 ? t->shape[i] : 1;
+    if (i > 0) s *= t->shape[i] > 0 ? t->shape[i] : 1;
   }
 }
 
-lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out) {
+lt_status lt_empty_named(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
+                         lt_device dev, lt_tensor **out) {
   int64_t numel = 0;
-  LT_TRY(check_shape("empty", shape, ndim, dt, &numel));
+  LT_TRY(lt_check_shape(op, shape, ndim, dt, &numel));
   lt_tensor *t = header_new(dt);
-  if (!t) return lt_error(LT_ERR_OOM, "empty: out of host memory for a tensor header");
+  if (!t) return lt_error(LT_ERR_OOM, "%s: out of host memory for a tensor header", op);
   lt_status st = lt_storage_new(dev, (size_t)numel * lt_dtype_size(dt), LT_CAT_OTHER, &t->storage);
   if (st != LT_OK) {
     free(t);
@@ -61,14 +87,23 @@ lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, l
   return LT_OK;
 }
 
+lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out) {
+  return lt_empty_named("empty", shape, ndim, dt, dev, out);
+}
+
 lt_status lt_zeros(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out) {
   return lt_full(shape, ndim, 0.0, dt, dev, out);
 }
 
 lt_status lt_full(const int64_t *shape, int ndim, double value, lt_dtype dt, lt_device dev,
                   lt_tensor **out) {
+  return lt_full_named("full", shape, ndim, value, dt, dev, out);
+}
+
+lt_status lt_full_named(const char *op, const int64_t *shape, int ndim, double value, lt_dtype dt,
+                        lt_device dev, lt_tensor **out) {
   lt_tensor *t;
-  LT_TRY(lt_empty(shape, ndim, dt, dev, &t));
+  LT_TRY(lt_empty_named(op, shape, ndim, dt, dev, &t));
   lt_status st = lt_fill_(t, value);
   if (st != LT_OK) {
     lt_tensor_release(t);
@@ -121,15 +156,19 @@ size_t lt_tensor_release(lt_tensor *t) {
 }
 
 int64_t lt_numel(const lt_tensor *t) {
+  /* A view with no element may have sizes whose product passes INT64_MAX
+   * (PyTorch allows zeros(0):view(0, 2^62, 2^62)): look for the 0 first. */
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] == 0) return 0;
   int64_t n = 1;
   for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
   return n;
 }
 
 bool lt_is_contiguous(const lt_tensor *t) {
+  if (lt_numel(t) == 0) return true; /* before any product of sizes (see lt_numel) */
   int64_t expected = 1;
   for (int i = t->ndim - 1; i >= 0; i--) {
-    if (t->shape[i] == 0) return true;
     if (t->shape[i] != 1 && t->stride[i] != expected) return false;
     expected *= t->shape[i];
   }
@@ -168,6 +207,9 @@ lt_status lt_broadcast_shapes(const char *op, const int64_t *a, int na, const in
     }
     out[i] = sa == 1 ? sb : sa;
   }
+  /* [2^32, 1] with [1, 2^32]: each fits, their result would not. */
+  int64_t numel;
+  LT_TRY(count_elements(op, out, n, false, &numel));
   *nout = n;
   return LT_OK;
 }

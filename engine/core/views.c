@@ -182,16 +182,27 @@ static lt_status permute_geometry(const lt_tensor *t, const int *dims, int ndim,
   return LT_OK;
 }
 
+/* offset + steps * stride. Past INT64_MAX only in a view with no element
+ * (sizes and strides of any product): its offset addresses nothing, so it
+ * stays. */
+static int64_t moved_offset(int64_t offset, int64_t steps, int64_t stride) {
+  int64_t step, moved;
+  if (__builtin_mul_overflow(steps, stride, &step) || __builtin_add_overflow(offset, step, &moved))
+    return offset;
+  return moved;
+}
+
 static lt_status narrow_geometry(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out) {
   LT_TRY(check_dim("narrow", dim, t->ndim));
   int64_t size = t->shape[dim];
   if (start < 0) start += size;
-  if (start < 0 || start > size || length < 0 || start + length > size)
+  /* length > size - start, not start + length > size: the sum can pass INT64_MAX */
+  if (start < 0 || start > size || length < 0 || length > size - start)
     return lt_error(LT_ERR_INDEX,
                     "narrow: start %lld and length %lld do not fit size %lld of dimension %lld",
                     LT_USER_INDEX(start), (long long)length, (long long)size, LT_USER_INDEX(dim));
   LT_TRY(share(t, out));
-  (*out)->offset += start * t->stride[dim];
+  (*out)->offset = moved_offset(t->offset, start, t->stride[dim]);
   (*out)->shape[dim] = length;
   return LT_OK;
 }
@@ -208,7 +219,7 @@ static lt_status select_geometry(const lt_tensor *t, int dim, int64_t index, lt_
   if (index < 0) index += size;
   LT_TRY(share(t, out));
   lt_tensor *v = *out;
-  v->offset += index * t->stride[dim];
+  v->offset = moved_offset(t->offset, index, t->stride[dim]);
   for (int i = dim; i < t->ndim - 1; i++) {
     v->shape[i] = t->shape[i + 1];
     v->stride[i] = t->stride[i + 1];
@@ -248,6 +259,18 @@ static lt_status expand_geometry(const lt_tensor *t, const int64_t *shape, int n
                       lt_format_shape(bs, sizeof bs, ll(shape), ndim), LT_USER_INDEX(i));
     }
   }
+  /* Stride 0 costs no memory, but numel and every loop over the elements
+   * must stay countable: [2^32, 2^32] would wrap to 0 elements. */
+  int64_t numel = 1;
+  bool wrapped = false, any_zero = false;
+  for (int i = 0; i < ndim; i++) {
+    any_zero = any_zero || nshape[i] == 0;
+    wrapped = wrapped || __builtin_mul_overflow(numel, nshape[i], &numel);
+  }
+  if (!any_zero && (wrapped || numel > LT_MAX_NUMEL))
+    return lt_error(LT_ERR_SHAPE, "expand: the shape %s has too many elements (%s)",
+                    lt_format_shape(bs, sizeof bs, ll(nshape), ndim),
+                    wrapped ? "numel: integer multiplication overflow" : "more than lt's limit");
   LT_TRY(share(t, out));
   (*out)->ndim = ndim;
   memcpy((*out)->shape, nshape, (size_t)ndim * sizeof(int64_t));
@@ -289,7 +312,11 @@ static lt_status unsqueeze_geometry(const lt_tensor *t, int dim, lt_tensor **out
     v->stride[i] = t->stride[i - 1];
   }
   v->shape[dim] = 1;
-  v->stride[dim] = dim < t->ndim ? t->shape[dim] * t->stride[dim] : 1;
+  /* A size-1 dim's stride addresses nothing; a tensor with no element may
+   * have sizes and strides whose product passes INT64_MAX: then 1. */
+  int64_t stride = 1;
+  if (dim < t->ndim && __builtin_mul_overflow(t->shape[dim], t->stride[dim], &stride)) stride = 1;
+  v->stride[dim] = stride;
   v->ndim++;
   return LT_OK;
 }
@@ -308,7 +335,20 @@ static lt_status flatten_geometry(const lt_tensor *t, int start, int end, lt_ten
   int n = 0;
   for (int i = 0; i < start; i++) shape[n++] = t->shape[i];
   int64_t merged = 1;
-  for (int i = start; i <= end; i++) merged *= t->shape[i];
+  bool wrapped = false, any_zero = false;
+  for (int i = start; i <= end; i++) {
+    any_zero = any_zero || t->shape[i] == 0;
+    wrapped = wrapped || __builtin_mul_overflow(merged, t->shape[i], &merged);
+  }
+  if (any_zero) merged = 0;
+  else if (wrapped) { /* only where another dim is 0: else numel bounds the product */
+    char buf[SHAPE_BUF];
+    return lt_error(LT_ERR_SHAPE,
+                    "flatten: dimensions %lld to %lld of %s hold too many elements for one "
+                    "dimension (numel: integer multiplication overflow)",
+                    LT_USER_INDEX(start), LT_USER_INDEX(end),
+                    lt_format_shape(buf, sizeof buf, ll(t->shape), t->ndim));
+  }
   shape[n++] = merged;
   for (int i = end + 1; i < t->ndim; i++) shape[n++] = t->shape[i];
   return reshape_geometry(t, shape, n, out);
@@ -332,6 +372,34 @@ static lt_status contiguous_geometry(const lt_tensor *t, lt_tensor **out) {
   return LT_OK;
 }
 
+/* The last line of defence of every view: the elements it can address lie
+ * in its storage. The geometry functions check their arguments; this catches
+ * any sum or product they got wrong, before a kernel writes past the bytes. */
+static lt_status in_storage(const char *op, lt_status st, lt_tensor **out) {
+  if (st != LT_OK) return st;
+  const lt_tensor *v = *out;
+  if (lt_numel(v) == 0) return LT_OK;
+  const int64_t elements = (int64_t)(v->storage->nbytes / lt_dtype_size(v->dtype));
+  int64_t lo = v->offset, hi = v->offset;
+  bool wrapped = false;
+  for (int i = 0; i < v->ndim; i++) {
+    int64_t reach;
+    wrapped = wrapped || __builtin_mul_overflow(v->shape[i] - 1, v->stride[i], &reach);
+    wrapped = wrapped || __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
+  }
+  if (!wrapped && lo >= 0 && hi < elements) return LT_OK;
+  char bs[SHAPE_BUF], bt[SHAPE_BUF];
+  st = lt_error(LT_ERR_INDEX,
+                "%s: the view of shape %s (strides %s, offset %lld) reaches outside its storage "
+                "of %lld elements",
+                op, lt_format_shape(bs, sizeof bs, ll(v->shape), v->ndim),
+                lt_format_shape(bt, sizeof bt, ll(v->stride), v->ndim), (long long)v->offset,
+                (long long)elements);
+  lt_tensor_release(*out);
+  *out = NULL;
+  return st;
+}
+
 /* ---- the public view functions: geometry, then one autograd node ----
  * The geometry runs with recording off, so that a view built from other
  * views (flatten from reshape from view) and reshape's copy leave no nodes
@@ -348,35 +416,35 @@ static lt_status recorded(lt_status st, const char *name, ag_view_kind kind, con
   return st;
 }
 
-#define GEOMETRY(call)                           \
+#define GEOMETRY(op, call)                       \
   do {                                           \
     bool grad_mode_ = lt_set_grad_enabled(false); \
-    st = (call);                                 \
+    st = in_storage(op, (call), out);            \
     lt_set_grad_enabled(grad_mode_);             \
   } while (0)
 
 lt_status lt_view(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(view_geometry(t, shape, ndim, out));
+  GEOMETRY("view", view_geometry(t, shape, ndim, out));
   return recorded(st, "ViewBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
 }
 
 lt_status lt_reshape(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(reshape_geometry(t, shape, ndim, out));
+  GEOMETRY("reshape", reshape_geometry(t, shape, ndim, out));
   return recorded(st, "ViewBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
 }
 
 lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(transpose_geometry(t, d0, d1, out));
+  GEOMETRY("transpose", transpose_geometry(t, d0, d1, out));
   const int64_t args[2] = {d0, d1};
   return recorded(st, "TransposeBackward", AG_VIEW_TRANSPOSE, t, out, args, 2);
 }
 
 lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(permute_geometry(t, dims, ndim, out));
+  GEOMETRY("permute", permute_geometry(t, dims, ndim, out));
   int64_t args[LT_MAX_DIMS];
   for (int d = 0; d < ndim && d < LT_MAX_DIMS; d++) args[d] = dims[d];
   return recorded(st, "PermuteBackward", AG_VIEW_PERMUTE, t, out, args, ndim);
@@ -384,7 +452,7 @@ lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **
 
 lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(narrow_geometry(t, dim, start, length, out));
+  GEOMETRY("narrow", narrow_geometry(t, dim, start, length, out));
   if (st != LT_OK) return st;
   const int64_t args[3] = {dim, start < 0 ? start + t->shape[dim] : start, length};
   return recorded(st, "NarrowBackward", AG_VIEW_NARROW, t, out, args, 3);
@@ -392,7 +460,7 @@ lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, 
 
 lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(select_geometry(t, dim, index, out));
+  GEOMETRY("select", select_geometry(t, dim, index, out));
   if (st != LT_OK) return st;
   const int64_t args[2] = {dim, index < 0 ? index + t->shape[dim] : index};
   return recorded(st, "SelectBackward", AG_VIEW_SELECT, t, out, args, 2);
@@ -400,37 +468,37 @@ lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out)
 
 lt_status lt_expand(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(expand_geometry(t, shape, ndim, out));
+  GEOMETRY("expand", expand_geometry(t, shape, ndim, out));
   return recorded(st, "ExpandBackward", AG_VIEW_EXPAND, t, out, NULL, 0);
 }
 
 lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(squeeze_geometry(t, dim, out));
+  GEOMETRY("squeeze", squeeze_geometry(t, dim, out));
   return recorded(st, "SqueezeBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
 }
 
 lt_status lt_squeeze_all(const lt_tensor *t, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(squeeze_all_geometry(t, out));
+  GEOMETRY("squeeze", squeeze_all_geometry(t, out));
   return recorded(st, "SqueezeBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
 }
 
 lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(unsqueeze_geometry(t, dim, out));
+  GEOMETRY("unsqueeze", unsqueeze_geometry(t, dim, out));
   return recorded(st, "UnsqueezeBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
 }
 
 lt_status lt_flatten(const lt_tensor *t, int start, int end, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(flatten_geometry(t, start, end, out));
+  GEOMETRY("flatten", flatten_geometry(t, start, end, out));
   return recorded(st, "ViewBackward", AG_VIEW_RESHAPE, t, out, NULL, 0);
 }
 
 lt_status lt_contiguous(const lt_tensor *t, lt_tensor **out) {
   lt_status st;
-  GEOMETRY(contiguous_geometry(t, out));
+  GEOMETRY("contiguous", contiguous_geometry(t, out));
   if (st != LT_OK) return st;
   st = ag_record_identity("CloneBackward", t, *out); /* nothing when *out is t */
   if (st != LT_OK) {

@@ -8,6 +8,13 @@ void cpu_iter_init(cpu_iter *it, const lt_tensor *const *ops, int nops) {
   it->nops = nops;
   it->numel = lt_numel(out);
   for (int k = 0; k < nops; k++) it->data[k] = ops[k] ? (char *)lt_data(ops[k]) : NULL;
+  if (it->numel == 0) { /* nothing to visit; a view with no element may have sizes and
+                           strides whose products pass INT64_MAX */
+    it->ndim = 1;
+    it->shape[0] = 0;
+    for (int k = 0; k < nops; k++) it->stride[k][0] = 0;
+    return;
+  }
 
   /* Full-rank geometry, dropping size-1 dims (they never move a pointer). */
   int nd = 0;

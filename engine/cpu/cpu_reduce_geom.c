@@ -18,6 +18,19 @@ void cpu_reduce_geom_init(cpu_reduce_geom *g, const lt_tensor *in, const bool *r
   g->base = lt_data(in);
   g->kept.ndim = g->reduced.ndim = 0;
   g->kept.numel = g->reduced.numel = 1;
+  /* No element to read (a 0 among the reduced sizes): the outputs only get
+   * their initial value. The other sizes and strides of such a view may have
+   * products past INT64_MAX, so none is formed: the kept dims (the output's
+   * sizes, which fit) step by 0. */
+  if (lt_numel(in) == 0) {
+    g->reduced.numel = 0;
+    for (int d = 0; d < in->ndim; d++)
+      if (!reduced[d]) {
+        g->kept.numel *= in->shape[d];
+        dims_push(&g->kept, in->shape[d], 0);
+      }
+    return;
+  }
   for (int d = 0; d < in->ndim; d++) {
     cpu_dims *target = reduced[d] ? &g->reduced : &g->kept;
     target->numel *= in->shape[d];

@@ -11,6 +11,13 @@ void cuda_geom_init(cuda_geom *g, const lt_tensor *const *ops, int nops) {
     g->data[k] = k < nops && ops[k] ? (char *)cuda_bytes(ops[k]) : NULL;
     g->dtype[k] = k < nops && ops[k] ? (int)ops[k]->dtype : 0;
   }
+  if (g->numel == 0) { // nothing to visit; a view with no element may have sizes and
+                       // strides whose products pass INT64_MAX (as the CPU's cpu_iter_init)
+    g->ndim = 1;
+    g->shape[0] = 0;
+    for (int k = 0; k < nops; k++) g->stride[k][0] = 0;
+    return;
+  }
 
   // Size-1 dims never move a pointer; broadcast dims get stride 0.
   int nd = 0;

@@ -34,12 +34,18 @@ static void reduce_geom_init(reduce_geom *g, const lt_tensor *in, const bool *re
   g->dtype = (int)in->dtype;
   g->kept.ndim = g->reduced.ndim = 0;
   g->kept.numel = g->reduced.numel = 1;
+  // No element to read (as cpu_reduce_geom.c): the other sizes and strides of
+  // such a view may have products past INT64_MAX, so the kept dims (the
+  // output's sizes, which fit) step by 0 and the reduced set stays empty.
+  const bool empty = lt_numel(in) == 0;
+  if (empty) g->reduced.numel = 0;
   const int64_t es = (int64_t)lt_dtype_size(in->dtype);
   for (int d = 0; d < in->ndim; d++) {
+    if (empty && reduced[d]) continue;
     reduce_dims *r = reduced[d] ? &g->reduced : &g->kept;
     r->numel *= in->shape[d];
     if (in->shape[d] == 1) continue; // never moves a pointer
-    const int64_t stride = in->stride[d] * es;
+    const int64_t stride = empty ? 0 : in->stride[d] * es;
     // As cpu_reduce_geom.c's dims_push: a dim that continues the previous
     // one of its set merges into it (same row-major positions, same offsets),
     // so a contiguous tensor costs one 64-bit division per element in

@@ -5,6 +5,7 @@
  * what it actually held after. */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
@@ -86,6 +87,12 @@ static lt_status read_header(gzFile f, const char *path, uint64_t file_size, int
                     path, lt_format_shape(buf, sizeof buf, dims, n),
                     (unsigned long long)file_size);
   }
+  /* A size 0 leaves no data, but the other sizes must still lay out:
+   * [0, 2^32 - 1, ...] has strides past int64. */
+  char op[4200];
+  snprintf(op, sizeof op, "idx: %s", path);
+  int64_t numel;
+  if (lt_check_shape(op, shape, n, LT_UINT8, &numel) != LT_OK) return LT_ERR_IO;
   *ndim = n;
   *count = total;
   return LT_OK;

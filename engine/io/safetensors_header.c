@@ -323,6 +323,12 @@ static lt_status parse_entry(parser *ps, st_entry *e) {
     if (!(seen & (1u << k)))
       return lt_error(LT_ERR_IO, "safetensors: %s: tensor '%s' has no '%s' field", ps->path,
                       e->name, names[k]);
+  /* The shape as a tensor: with a size 0 the data offsets hold no bytes,
+   * but [0, 2^62, 2^62] still has strides past int64. */
+  char op[4200];
+  snprintf(op, sizeof op, "safetensors: %s: tensor '%s'", ps->path, e->name);
+  int64_t numel;
+  if (lt_check_shape(op, e->shape, e->ndim, e->dtype, &numel) != LT_OK) return LT_ERR_IO;
   return LT_OK;
 }
 

@@ -32,7 +32,7 @@ lt_status lt_clamp(const lt_tensor *a, bool has_lo, double lo, bool has_hi, doub
   const lt_backend *be;
   LT_TRY(ops_backend("clamp", a->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(a->shape, a->ndim, result, a->storage->device, &r));
+  LT_TRY(lt_empty_named("clamp", a->shape, a->ndim, result, a->storage->device, &r));
   lt_status st = be->clamp(result, r, a, has_lo, ops_scalar(lo), has_hi, ops_scalar(hi));
   if (st == LT_OK) st = ag_record_clamp(a, has_lo, lo, has_hi, hi, r);
   if (st != LT_OK) {
@@ -86,7 +86,7 @@ lt_status lt_where(const lt_tensor *cond, const lt_tensor *a, const lt_tensor *b
   const lt_backend *be;
   LT_TRY(ops_backend("where", a->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(shape, ndim, ops_rt_result(&rt), a->storage->device, &r));
+  LT_TRY(lt_empty_named("where", shape, ndim, ops_rt_result(&rt), a->storage->device, &r));
   lt_status st = be->where(r, cond, a, b);
   if (st == LT_OK) st = ag_record_where(cond, a, b, r);
   if (st != LT_OK) {

@@ -124,7 +124,7 @@ static lt_status converted_copy_ex(const char *name, const lt_tensor *t, lt_dtyp
                                    lt_device dev, bool non_blocking, lt_tensor **out) {
   if ((unsigned)dt >= LT_NDTYPES) return lt_error(LT_ERR_DTYPE, "%s: unknown dtype %d", name, (int)dt);
   lt_tensor *r;
-  LT_TRY(lt_empty(t->shape, t->ndim, dt, dev, &r));
+  LT_TRY(lt_empty_named(name, t->shape, t->ndim, dt, dev, &r));
   dev = r->storage->device;
   const lt_backend *be;
   lt_status st = copy_backend(name, r, t, &be);

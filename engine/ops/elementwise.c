@@ -135,7 +135,7 @@ lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(shape, ndim, result, a->storage->device, &r));
+  LT_TRY(lt_empty_named(name, shape, ndim, result, a->storage->device, &r));
   lt_scalar none = {0, 0};
   lt_status st = be->binary(op, compute, r, a, b, none, false);
   if (st == LT_OK) st = ag_record_binary(op, a, b, r);
@@ -176,7 +176,7 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool i
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(a->shape, a->ndim, result, a->storage->device, &r));
+  LT_TRY(lt_empty_named(name, a->shape, a->ndim, result, a->storage->device, &r));
   lt_status st = be->binary(op, compute, r, a, NULL, ops_scalar(s), scalar_first);
   if (st == LT_OK) st = ag_record_binary_scalar(op, a, s, scalar_first, r);
   if (st != LT_OK) {
@@ -297,7 +297,7 @@ lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out) {
   const lt_backend *be;
   LT_TRY(ops_backend(name, a->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(a->shape, a->ndim, result, a->storage->device, &r));
+  LT_TRY(lt_empty_named(name, a->shape, a->ndim, result, a->storage->device, &r));
   lt_status st = be->unary(op, compute, r, a);
   if (st == LT_OK) st = ag_record_unary(op, a, r);
   if (st != LT_OK) {

@@ -108,7 +108,7 @@ static lt_status gather(const lt_tensor *t, int dim, const lt_tensor *index, int
     int64_t shape[LT_MAX_DIMS];
     for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
     shape[dim] = lt_numel(index);
-    st = lt_empty(shape, t->ndim, t->dtype, dev, &result);
+    st = lt_empty_named(OP, shape, t->ndim, t->dtype, dev, &result);
   }
   if (st == LT_OK)
     st = be->index_select(result, src, dim, lt_data(rows), lt_numel(index), rows_base);

@@ -54,12 +54,17 @@ lt_status lt_cat(lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
                         LT_USER_INDEX(d), (long long)r0->shape[k], (long long)t->shape[k],
                         LT_USER_INDEX(i));
     }
-    shape[d] += t->shape[d];
+    if (__builtin_add_overflow(shape[d], t->shape[d], &shape[d])) {
+      char buf[OPS_SHAPE_BUF];
+      return lt_error(LT_ERR_SHAPE,
+                      "cat: the sizes in dimension %lld add up past int64 (at tensor %lld, %s)",
+                      LT_USER_INDEX(d), LT_USER_INDEX(i), ops_shape_str(buf, t->shape, t->ndim));
+    }
   }
   const lt_backend *be;
   LT_TRY(ops_backend("cat", r0->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(shape, r0->ndim, dt, r0->storage->device, &r));
+  LT_TRY(lt_empty_named("cat", shape, r0->ndim, dt, r0->storage->device, &r));
   int64_t at = 0;
   for (int i = 0; i < n; i++) {
     const lt_tensor *t = ts[i];
@@ -107,7 +112,7 @@ lt_status lt_stack(lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
   const lt_backend *be;
   LT_TRY(ops_backend("stack", t0->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(shape, t0->ndim + 1, dt, t0->storage->device, &r));
+  LT_TRY(lt_empty_named("stack", shape, t0->ndim + 1, dt, t0->storage->device, &r));
   for (int i = 0; i < n; i++) {
     lt_tensor slice = *r;
     ops_view_select(&slice, d, i);

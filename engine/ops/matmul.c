@@ -68,6 +68,8 @@ static lt_status product_geometry(const lt_tensor *a, const lt_tensor *b, lt_ten
   full[nbatch] = av->shape[av->ndim - 2];
   full[nbatch + 1] = bv->shape[bv->ndim - 1];
   *nfull = nbatch + 2;
+  int64_t numel; /* [n, 0] @ [0, m] holds nothing, but [n, m] may be past int64 */
+  LT_TRY(lt_check_shape("matmul", full, *nfull, av->dtype, &numel));
   int64_t ashape[LT_MAX_DIMS], bshape[LT_MAX_DIMS];
   memcpy(ashape, batch, (size_t)nbatch * sizeof *ashape);
   memcpy(bshape, batch, (size_t)nbatch * sizeof *bshape);
@@ -120,7 +122,7 @@ lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
   int nfull = 0, ndim = 0;
   if (st == LT_OK)
     st = product_geometry(ac ? ac : a, bc ? bc : b, &av, &bv, full, &nfull, shape, &ndim);
-  if (st == LT_OK) st = lt_empty(shape, ndim, a->dtype, a->storage->device, &r);
+  if (st == LT_OK) st = lt_empty_named("matmul", shape, ndim, a->dtype, a->storage->device, &r);
   if (st == LT_OK) {
     lt_tensor rv = *r; /* the product with the dims 1-D operands gained */
     rv.ndim = nfull;

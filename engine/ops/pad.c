@@ -69,7 +69,7 @@ lt_status lt_constant_pad_nd(const lt_tensor *x, const int64_t *pad, int npad, d
   const lt_backend *be;
   LT_TRY(ops_backend("pad", x->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(shape, x->ndim, x->dtype, x->storage->device, &r));
+  LT_TRY(lt_empty_named("pad", shape, x->ndim, x->dtype, x->storage->device, &r));
   lt_status st = LT_OK;
   /* The borders: one slab per padded side. Slabs of different dims meet in
    * the corners, which are written twice: cheaper than cutting them out. */

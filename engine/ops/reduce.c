@@ -52,7 +52,7 @@ static lt_status reduce_op(const char *name, lt_reduce_op op, const lt_tensor *t
   const lt_backend *be;
   LT_TRY(ops_backend(name, t->storage->device, &be));
   lt_tensor *r;
-  LT_TRY(lt_empty(shape, ndim, result, t->storage->device, &r));
+  LT_TRY(lt_empty_named(name, shape, ndim, result, t->storage->device, &r));
   lt_status st = be->reduce(op, r, t, reduced);
   if (st == LT_OK) st = ag_record_reduce(op, t, reduced, keepdim, r);
   if (st != LT_OK) {
@@ -110,9 +110,9 @@ static lt_status index_reduce(const char *name, bool is_max, const lt_tensor *t,
   /* The gradient of max over a dim goes to the index, so a recorded max
    * computes the indices even when the caller does not want them. */
   const bool record = values && ag_will_record(t);
-  if (values) st = lt_empty(shape, ndim, t->dtype, t->storage->device, &v);
+  if (values) st = lt_empty_named(name, shape, ndim, t->dtype, t->storage->device, &v);
   if (st == LT_OK && (indices || (record && !all)))
-    st = lt_empty(shape, ndim, LT_INT64, t->storage->device, &i);
+    st = lt_empty_named(name, shape, ndim, LT_INT64, t->storage->device, &i);
   if (st == LT_OK) st = be->reduce_index(is_max, v, i, t, kernel_dim, index_base);
   if (st == LT_OK && record)
     st = all ? ag_record_reduce_all(is_max, t, v)

@@ -128,7 +128,14 @@ static void test_malformed_safetensors(void) {
   EXPECT_LOAD_ERROR("{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],"
                     "\"data_offsets\":[0,4]}}", zeros, 4, "shape has more than 8 entries");
   EXPECT_LOAD_ERROR("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],"
-                    "\"data_offsets\":[0,4]}}", zeros, 4, "too large");
+                    "\"data_offsets\":[0,4]}}", zeros, 4,
+                    "tensor 'a': shape [4294967296, 4294967296, 4294967296] has too many "
+                    "elements (numel: integer multiplication overflow)");
+  /* A size 0 needs no data, but the other sizes' strides pass int64. */
+  EXPECT_LOAD_ERROR("{\"a\":{\"dtype\":\"F32\",\"shape\":[0,4611686018427387904,"
+                    "4611686018427387904],\"data_offsets\":[0,0]}}", NULL, 0,
+                    "tensor 'a': shape [0, 4611686018427387904, 4611686018427387904] is too large "
+                    "for its strides (Stride calculation overflowed)");
   EXPECT_LOAD_ERROR("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", zeros, 4,
                     "data_offsets has 1 entries, expected 2");
   EXPECT_LOAD_ERROR("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,20]}}", zeros,
@@ -447,6 +454,13 @@ static void test_idx(void) {
   for (int d = 0; d < 3; d++) put_be32(header + 4 + 4 * d, huge[d]);
   write_bytes(cut, header, sizeof header);
   expect_idx_error(cut, "sizes [60000, 60000, 60000] need more data", __LINE__);
+  /* A size 0 needs no data, but the sizes after it have strides past int64. */
+  unsigned char empty[4 + 4 * 8] = {0, 0, 8, 8};
+  for (int d = 1; d < 8; d++) put_be32(empty + 4 + 4 * d, UINT32_MAX);
+  write_bytes(cut, empty, sizeof empty);
+  expect_idx_error(cut, "shape [0, 4294967295, 4294967295, 4294967295, 4294967295, 4294967295, "
+                   "4294967295, 4294967295] is too large for its strides (Stride calculation "
+                   "overflowed)", __LINE__);
   expect_idx_error(in_dir("absent.gz"), "cannot open", __LINE__);
 }
 

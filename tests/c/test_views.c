@@ -1,6 +1,7 @@
 /* Views share storage and never copy: shapes, strides, offsets and errors of
  * view, reshape, transpose, permute, narrow, select, expand, squeeze,
  * unsqueeze, flatten and contiguous. */
+#include <stdint.h>
 #include <string.h>
 
 #include "check.h"
@@ -124,11 +125,101 @@ static void test_broadcast_shapes(void) {
   CHECK(strstr(lt_last_error(), "add: shapes [2, 1, 4] and [5] cannot be broadcast") != NULL);
 }
 
+/* ---- sizes near INT64_MAX (found by an outside review) ---- */
+
+#define HAS(part) (strstr(lt_last_error(), part) != NULL)
+
+static void test_shape_overflow(void) {
+  const int64_t big = INT64_MAX, g = (int64_t)1 << 32, q = (int64_t)1 << 62;
+  int64_t n = 0;
+  const int64_t square[] = {g, g}, wide[] = {0, q, q}, one_stride[] = {0, q}, limit[] = {LT_MAX_NUMEL};
+  CHECK(lt_check_shape("ones", square, 2, LT_FLOAT32, &n) == LT_ERR_SHAPE);
+  CHECK(HAS("ones: shape [4294967296, 4294967296] has too many elements (numel: integer "
+            "multiplication overflow)"));
+  CHECK(lt_check_shape("ones", wide, 3, LT_FLOAT32, &n) == LT_ERR_SHAPE);
+  CHECK(HAS("ones: shape [0, 4611686018427387904, 4611686018427387904] is too large for its "
+            "strides (Stride calculation overflowed)"));
+  CHECK(lt_check_shape("ones", one_stride, 2, LT_FLOAT32, &n) == LT_ERR_SHAPE); /* in bytes */
+  const int64_t fits_stride[] = {0, LT_MAX_NUMEL};
+  CHECK(lt_check_shape("ones", fits_stride, 2, LT_FLOAT64, &n) == LT_OK && n == 0);
+  CHECK(lt_check_shape("ones", limit, 1, LT_FLOAT64, &n) == LT_OK && n == LT_MAX_NUMEL);
+  const int64_t past[] = {LT_MAX_NUMEL + 1};
+  CHECK(lt_check_shape("randperm", past, 1, LT_INT64, &n) == LT_ERR_SHAPE);
+  CHECK(HAS("randperm: shape [576460752303423488] has too many elements"));
+  lt_tensor *t = NULL;
+  CHECK(lt_empty_named("zeros", wide, 3, LT_FLOAT32, lt_cpu(), &t) == LT_ERR_SHAPE && !t);
+  CHECK(HAS("zeros: shape [0, 4611686018427387904"));
+  CHECK(lt_full_named("full", square, 2, 1.0, LT_FLOAT32, lt_cpu(), &t) == LT_ERR_SHAPE && !t);
+  CHECK(HAS("full: shape [4294967296, 4294967296] has too many elements"));
+  CHECK(lt_empty(square, 2, LT_FLOAT32, lt_cpu(), &t) == LT_ERR_SHAPE);
+  CHECK(HAS("empty: shape [4294967296, 4294967296]"));
+
+  /* broadcasting: each operand fits, the result would not */
+  int64_t a[] = {g, 1}, b[] = {1, g}, out[LT_MAX_DIMS];
+  int nout;
+  CHECK(lt_broadcast_shapes("mul", a, 2, b, 2, out, &nout) == LT_ERR_SHAPE);
+  CHECK(HAS("mul: shape [4294967296, 4294967296] has too many elements"));
+
+  /* narrow: start + length past INT64_MAX */
+  int64_t three = 3;
+  lt_tensor *x = NULL, *v = NULL;
+  CHECK(lt_full(&three, 1, 1.0, LT_FLOAT32, lt_cpu(), &x) == LT_OK);
+  CHECK(lt_narrow(x, 0, 1, big, &v) == LT_ERR_INDEX && !v);
+  CHECK(HAS("narrow: start 2 and length 9223372036854775807 do not fit size 3"));
+  CHECK(lt_narrow(x, 0, 999999, 4, &v) == LT_ERR_INDEX && !v);
+  CHECK(lt_narrow(x, 0, -big, 1, &v) == LT_ERR_INDEX && !v);
+  CHECK(lt_narrow(x, 0, 3, 0, &v) == LT_OK && lt_numel(v) == 0);
+  lt_tensor_release(v);
+
+  /* expand: [2^32, 2^32] must not wrap to 0 elements */
+  lt_tensor *one = NULL, *e = NULL;
+  const int64_t ones_shape[] = {1, 1};
+  CHECK(lt_full(ones_shape, 2, 1.0, LT_FLOAT32, lt_cpu(), &one) == LT_OK);
+  CHECK(lt_expand(one, square, 2, &e) == LT_ERR_SHAPE && !e);
+  CHECK(HAS("expand: the shape [4294967296, 4294967296] has too many elements (numel: integer "
+            "multiplication overflow)"));
+  const int64_t fits[] = {(int64_t)1 << 40, (int64_t)1 << 18};
+  CHECK(lt_expand(one, fits, 2, &e) == LT_OK && lt_numel(e) == (int64_t)1 << 58);
+  lt_tensor_release(e);
+
+  /* a view with no element may keep huge sizes (as PyTorch's view) */
+  lt_tensor *z = NULL, *zv = NULL, *u = NULL, *f = NULL;
+  int64_t zero = 0;
+  const int64_t huge[] = {0, big, 3};
+  CHECK(lt_empty(&zero, 1, LT_FLOAT32, lt_cpu(), &z) == LT_OK);
+  CHECK(lt_view(z, huge, 3, &zv) == LT_OK);
+  CHECK_EQ_INT(lt_numel(zv), 0);
+  CHECK(lt_is_contiguous(zv));
+  CHECK(lt_unsqueeze(zv, 1, &u) == LT_OK && u->ndim == 4 && u->shape[2] == big);
+  CHECK(lt_flatten(zv, 1, 2, &f) == LT_ERR_SHAPE && !f);
+  CHECK(HAS("flatten: dimensions 2 to 3 of [0, 9223372036854775807, 3] hold too many elements"));
+  CHECK(lt_flatten(zv, 0, 2, &f) == LT_OK && f->ndim == 1 && f->shape[0] == 0);
+  lt_tensor_release(f);
+  lt_tensor_release(u);
+  lt_tensor_release(zv);
+  lt_tensor_release(z);
+
+  /* The last check of every view: a header whose geometry is broken (as
+   * no view op makes it) cannot give a view past its storage. */
+  lt_tensor broken = *x;
+  broken.shape[0] = 100;
+  CHECK(lt_narrow(&broken, 0, 0, 100, &v) == LT_ERR_INDEX && !v);
+  CHECK(HAS("narrow: the view of shape [100] (strides [1], offset 0) reaches outside its storage "
+            "of 3 elements"));
+  broken = *x;
+  broken.offset = 1000000;
+  CHECK(lt_select(&broken, 0, 0, &v) == LT_ERR_INDEX && !v);
+  CHECK(HAS("select: the view of shape [] (strides [], offset 1000000) reaches outside"));
+  lt_tensor_release(one);
+  lt_tensor_release(x);
+}
+
 int main(void) {
   test_view_and_reshape();
   test_select_narrow();
   test_permute_expand_squeeze();
   test_storage_sharing_and_release();
   test_broadcast_shapes();
+  test_shape_overflow();
   return check_summary("test_views");
 }

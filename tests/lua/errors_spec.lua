@@ -56,6 +56,58 @@ describe("errors", function()
     assert.equal(3, lt.nn.Linear(3.0, 2).in_features)
   end)
 
+  -- Sizes whose element count passes int64 once said "empty: a tensor of
+  -- that shape has too many elements", whatever the user had called.
+  it("sizes too large name the op the user called and the shape", function()
+    local n = 1 << 32
+    local why = "shape [4294967296, 4294967296] has too many elements (numel: integer multiplication overflow)"
+    h.fails_cleanly(function() return lt.ones(n, n) end, "ones: " .. why)
+    h.fails_cleanly(function() return lt.zeros({ n, n }) end, "zeros: " .. why)
+    h.fails_cleanly(function() return lt.empty(n, n) end, "empty: " .. why)
+    h.fails_cleanly(function() return lt.full({ n, n }, 2) end, "full: " .. why)
+    h.fails_cleanly(function() return lt.rand(n, n) end, "rand: " .. why)
+    h.fails_cleanly(function() return lt.randn(n, n, { dtype = "float64" }) end, "randn: " .. why)
+    h.fails_cleanly(function() return lt.randint(0, 9, n, n) end, "randint: " .. why)
+    h.fails_cleanly(function() return lt.randperm(1 << 62) end,
+      "randperm: shape [4611686018427387904] has too many elements (4611686018427387904; lt's limit is")
+    h.fails_cleanly(function() return lt.ones(0, 1 << 62, 1 << 62) end,
+      "ones: shape [0, 4611686018427387904, 4611686018427387904] is too large for its strides (Stride calculation overflowed)")
+    h.fails_cleanly(function() return lt.ones(0, 1 << 62) end, "ones: shape [0, 4611686018427387904] is too large for its strides")
+    assert.same({ 0, 1 << 58 }, lt.ones(0, 1 << 58).shape) -- a stride that fits, also in bytes
+    -- results of ops, from operands that each fit
+    local e = lt.ones(1, 1)
+    h.fails_cleanly(function() return e:expand(n, 1) + e:expand(1, n) end, "add: " .. why)
+    h.fails_cleanly(function() return lt.ones(n, 0):matmul(lt.ones(0, n)) end, "matmul: " .. why)
+    local wide = lt.ones(0):view(0, 1 << 62)
+    h.fails_cleanly(function() return lt.cat({ wide, wide }, 2) end, "cat: the sizes in dimension 2 add up past int64")
+    local huge = e:expand(1 << 40, 1 << 18) -- 2^58 elements, the most that fit is just under 2^59
+    h.fails_cleanly(function() return lt.stack({ huge, huge, huge, huge }) end,
+      "stack: shape [4, 1099511627776, 262144] has too many elements (1152921504606846976; lt's limit is")
+    -- module constructors name the module, at the script's line
+    local err = h.fails(function()
+      local m = lt.nn.Linear(n, n)
+      return m
+    end, "Linear: " .. why)
+    assert.is_truthy(err:find("errors_spec.lua:%d+: Linear: "), err)
+    h.fails_cleanly(function() return lt.nn.Conv2d(n, n, 3) end,
+      "Conv2d: shape [4294967296, 4294967296, 3, 3] has too many elements (numel: integer multiplication overflow)")
+    h.fails_cleanly(function() return lt.nn.Embedding(n, n) end, "Embedding: " .. why)
+    h.fails_cleanly(function() return lt.nn.LayerNorm({ n, n }) end, "LayerNorm: " .. why)
+    h.fails_cleanly(function() return lt.nn.BatchNorm1d(math.maxinteger) end,
+      "BatchNorm1d: shape [9223372036854775807] has too many elements")
+  end)
+
+  it("sizes must be integers that int64 holds: not 2^63, inf or NaN", function()
+    h.fails_cleanly(function() return lt.ones(2 ^ 63) end, "ones: size 1 must be an integer, got 9.2233720368548e+18")
+    h.fails_cleanly(function() return lt.zeros(3, math.huge) end, "zeros: size 2 must be an integer, got inf")
+    h.fails_cleanly(function() return lt.empty(0 / 0) end, "empty: size 1 must be an integer, got")
+    h.fails_cleanly(function() return lt.full({ -2 ^ 63 }, 1) end, "full: invalid size -9223372036854775808 in dimension 1")
+    h.fails_cleanly(function() return lt.randint(0, 2 ^ 63, 2) end, "randint: expected an integer for high, got 9.2233720368548e+18")
+    h.fails_cleanly(function() return lt.randperm(2 ^ 64) end, "randperm: expected an integer for n")
+    h.fails_cleanly(function() return lt.nn.Linear(2 ^ 63, 1) end, "Linear: expected an integer for in_features")
+    assert.same({ 2, 3 }, lt.ones(2.0, 3.0).shape) -- integral floats count
+  end)
+
   it("modules and backward name themselves for arguments of the wrong type", function()
     h.fails_cleanly(function() return lt.nn.BatchNorm2d(3)(5) end, "BatchNorm2d: expected a tensor, got number")
     local y = (lt.ones(2, {requires_grad = true}) * 2):sum()

@@ -184,11 +184,29 @@ describe("lt.save / lt.load", function()
       '"b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}}', "abc"), "the data of tensors 'a' and 'b' overlap")
     h.fails_cleanly(with_header('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},' ..
       '"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}', "ab"), "tensor name 'a' appears twice")
+    -- shapes past int64: the element count, and (with a size 0, no data)
+    -- the strides
+    h.fails_cleanly(with_header('{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}}'),
+      "tensor 'a': shape [4294967296, 4294967296] has too many elements (numel: integer multiplication overflow)")
+    h.fails_cleanly(with_header('{"a":{"dtype":"U8","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}}'),
+      cut, "tensor 'a': shape [0, 4611686018427387904, 4611686018427387904] is too large for its strides (Stride calculation overflowed)")
     write_all(cut, string.pack("<I8", 1 << 40) .. "{}")
     h.fails_cleanly(function() return lt.load(cut) end, "header length 1099511627776 is larger than the rest of the file")
     write_all(cut, "this is not a tensor file at all")
     h.fails_cleanly(function() return lt.load(cut) end, "is larger than the rest of the file")
     h.fails_cleanly(function() return lt.load(path("absent.safetensors")) end, "cannot open", "absent.safetensors")
+  end)
+end)
+
+describe("lt.read_idx", function()
+  it("refuses sizes whose strides pass int64, even with no data", function()
+    local p = path("huge-idx8-ubyte")
+    -- magic 0x0808 (unsigned bytes, 8 dims), sizes 0 then seven of 2^32 - 1
+    write_all(p, string.pack(">I4I4", 0x0808, 0) .. string.pack(">I4", 0xffffffff):rep(7))
+    h.fails_cleanly(function() return lt.read_idx(p) end, "idx: " .. p .. ": shape [0, 4294967295, ",
+      "is too large for its strides (Stride calculation overflowed)")
+    write_all(p, string.pack(">I4I4I4", 0x0802, 0, 5))
+    assert.same({ 0, 5 }, lt.read_idx(p).shape)
   end)
 end)
 

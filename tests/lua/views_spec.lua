@@ -122,6 +122,82 @@ describe("views", function()
   end)
 end)
 
+-- Found by an outside review: sums and products of sizes that pass
+-- INT64_MAX made views over bytes the tensor does not own.
+describe("views with extreme sizes", function()
+  local big = math.maxinteger
+
+  it("narrow refuses a start and length whose sum passes int64", function()
+    local t = lt.ones(3)
+    h.fails_cleanly(function() return t:narrow(1, 2, big) end,
+      "narrow: start 2 and length 9223372036854775807 do not fit size 3 of dimension 1")
+    h.fails_cleanly(function() return t:narrow(1, 1000000, 4) end, "narrow: start 1000000 and length 4 do not fit")
+    h.fails_cleanly(function() return t:narrow(1, -big, 1) end, "narrow:")
+    h.fails_cleanly(function() return t:narrow(1, math.mininteger, 1) end, "narrow:")
+    assert.same({ 3 }, t:narrow(1, 1, 3).shape)
+    assert.same({ 0 }, t:narrow(1, 4, 0).shape)
+    assert.same({ 7, 7, 7 }, t:narrow(1, 1, 3):fill_(7):totable())
+  end)
+
+  it("expand refuses a shape whose element count passes int64", function()
+    local t = lt.ones(1, 1)
+    h.fails_cleanly(function() return t:expand(1 << 32, 1 << 32) end,
+      "expand: the shape [4294967296, 4294967296] has too many elements (numel: integer multiplication overflow)")
+    h.fails_cleanly(function() return t:expand(1 << 62, 4) end, "expand: the shape [4611686018427387904, 4]")
+    h.fails_cleanly(function() return lt.ones(1):expand(1 << 31, 1 << 31, 1 << 31) end, "expand:", "numel")
+    local e = t:expand(1 << 40, 1 << 10) -- stride 0: no memory, a countable size
+    assert.equal(1 << 50, e:numel())
+    assert.same({ 0, 0 }, e:stride())
+    assert.same({ 1 << 20, 0 }, t:expand(1 << 20, 0).shape)
+  end)
+
+  it("a view with no element may have huge sizes, and every op on it stays safe", function()
+    local v = lt.ones(0):view(0, big, 3)
+    assert.equal(0, v:numel())
+    assert.is_true(v:is_contiguous())
+    assert.same({ 0, 1, big, 3 }, v:unsqueeze(2).shape)
+    assert.same({ 0, big, 3, 1 }, v:unsqueeze(4).shape)
+    h.fails_cleanly(function() return v:flatten(2, 3) end,
+      "flatten: dimensions 2 to 3 of [0, 9223372036854775807, 3] hold too many elements for one dimension")
+    assert.same({ 0 }, v:flatten().shape)
+    assert.same({ 0, 3, big }, v:transpose(2, 3).shape)
+    assert.same({ 0 }, v:reshape(-1).shape)
+    assert.equal(0, v:sum():item())
+    assert.equal(0, v:narrow(2, big, 1):numel())
+    assert.equal(0, v:select(2, -1):numel())
+    local r = lt.zeros(0):view(3, 0, 1 << 62) -- reduced over nothing: each output is 0
+    assert.same({ 0, 0, 0 }, r:sum({ 2, 3 }):totable())
+    assert.same({ 3, 0 }, r:sum(3).shape)
+    assert.equal(v, v:copy_(v)) -- in place: no new tensor, nothing to lay out
+    assert.equal(v, v:mul_(v))
+    assert.equal(v, v:fill_(1))
+    local w = v:transpose(1, 3)
+    assert.equal(w, w:contiguous()) -- no element: contiguous as it is
+    -- A new tensor of its shape would need strides past int64 (as in
+    -- PyTorch): each op says so under its own name.
+    local why = "shape [0, 9223372036854775807, 3] is too large for its strides (Stride calculation overflowed)"
+    h.fails_cleanly(function() return v + 1 end, "add: " .. why)
+    h.fails_cleanly(function() return v:exp() end, "exp: " .. why)
+    h.fails_cleanly(function() return v:clone() end, "clone: " .. why)
+    h.fails_cleanly(function() return v:to("float64") end, "to: " .. why)
+    h.fails_cleanly(function() return lt.zeros_like(v) end, "zeros_like: " .. why)
+    h.fails_cleanly(function() return lt.cat({ v, v }) end, "cat: " .. why)
+    h.fails_cleanly(function() return v:sum(1) end,
+      "sum: shape [9223372036854775807, 3] has too many elements (numel: integer multiplication overflow)")
+  end)
+
+  it("sizes and indices must be integers int64 can hold", function()
+    local t = lt.ones(3)
+    h.fails_cleanly(function() return t:narrow(1, 2 ^ 63, 1) end, "narrow: expected an integer for the start, got 9.2233720368548e+18")
+    h.fails_cleanly(function() return t:narrow(1, 1, 0 / 0) end, "narrow: expected an integer for the length")
+    h.fails_cleanly(function() return t:select(1, math.huge) end, "select: expected an integer for the index, got inf")
+    h.fails_cleanly(function() return t[2 ^ 63] end, "index: a tensor index must be an integer")
+    h.fails_cleanly(function() return t:view(2 ^ 63) end, "view: size 1 must be an integer")
+    h.fails_cleanly(function() return t:expand(1e300) end, "expand: size 1 must be an integer")
+    h.fails_cleanly(function() return t:reshape(-2 ^ 63) end, "reshape: invalid size -9223372036854775808 in dimension 1")
+  end)
+end)
+
 describe("indexing", function()
   it("t[i] is a view along the first dim; 0-dim for 1-D tensors", function()
     local t = m23()

@@ -18,6 +18,9 @@
 #include "lt/error.h"
 
 #define LT_MAX_DIMS 8
+/* The most elements a tensor (or a view) may have: their bytes, in any
+ * dtype, stay well within int64 and size_t. */
+#define LT_MAX_NUMEL (INT64_MAX / 16)
 
 /* Bounds of an int64 storage's elements (core/known_range.h): every element
  * lies in [lo, hi]; every element other than lo lies in [rest_lo[0],
@@ -84,6 +87,19 @@ lt_status lt_storage_record_stream(lt_storage *s, lt_stream_id stream);
 size_t lt_storage_release(lt_storage *s);
 
 /* Creation (shape of ndim sizes; ndim 0 is a scalar tensor) */
+/* The element count of a new contiguous tensor of shape, or an error naming
+ * op and the shape: too many dimensions, a negative size, more than
+ * LT_MAX_NUMEL elements ("numel: integer multiplication overflow" past
+ * int64), or contiguous strides past int64 (a size 0 does not stop the
+ * other sizes' strides: "Stride calculation overflowed", as PyTorch). */
+lt_status lt_check_shape(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
+                         int64_t *numel);
+/* lt_empty and lt_full whose errors name op: the creation the user called
+ * ("ones", "randn", "Linear"), not the engine's "empty". */
+lt_status lt_empty_named(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
+                         lt_device dev, lt_tensor **out);
+lt_status lt_full_named(const char *op, const int64_t *shape, int ndim, double value, lt_dtype dt,
+                        lt_device dev, lt_tensor **out);
 lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out);
 lt_status lt_zeros(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out);
 lt_status lt_full(const int64_t *shape, int ndim, double value, lt_dtype dt, lt_device dev,

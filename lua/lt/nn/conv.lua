@@ -42,10 +42,10 @@ function Conv2d:init(in_channels, out_channels, kernel_size, opts)
       self.out_channels, self.groups))
   end
   local factory = options.factory(o)
-  self.weight = Parameter(core.empty({ self.out_channels, self.in_channels // self.groups,
-    self.kernel_size[1], self.kernel_size[2] }, factory))
+  self.weight = Parameter(options.tensor(name, core.empty, { self.out_channels,
+    self.in_channels // self.groups, self.kernel_size[1], self.kernel_size[2] }, factory))
   if o.bias then
-    self.bias = Parameter(core.empty({ self.out_channels }, factory))
+    self.bias = Parameter(options.tensor(name, core.empty, { self.out_channels }, factory))
   else
     self:register_parameter("bias", nil)
   end

@@ -16,9 +16,9 @@ function Linear:init(in_features, out_features, opts)
   self.in_features = options.integer("Linear", "in_features", in_features, 0)
   self.out_features = options.integer("Linear", "out_features", out_features, 0)
   local factory = options.factory(o)
-  self.weight = Parameter(core.empty({ self.out_features, self.in_features }, factory))
+  self.weight = Parameter(options.tensor("Linear", core.empty, { self.out_features, self.in_features }, factory))
   if o.bias then
-    self.bias = Parameter(core.empty({ self.out_features }, factory))
+    self.bias = Parameter(options.tensor("Linear", core.empty, { self.out_features }, factory))
   else
     self:register_parameter("bias", nil)
   end

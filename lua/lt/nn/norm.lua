@@ -29,14 +29,14 @@ local function define_batch_norm(name, accepted_dims)
     local factory = options.factory(o)
     local n = self.num_features
     if self.affine then
-      self.weight = Parameter(core.ones({ n }, factory))
+      self.weight = Parameter(options.tensor(name, core.ones, { n }, factory))
       self.bias = Parameter(core.zeros({ n }, factory))
     else
       self:register_parameter("weight", nil)
       self:register_parameter("bias", nil)
     end
     if self.track_running_stats then
-      self:register_buffer("running_mean", core.zeros({ n }, factory))
+      self:register_buffer("running_mean", options.tensor(name, core.zeros, { n }, factory))
       self:register_buffer("running_var", core.ones({ n }, factory))
       self:register_buffer("num_batches_tracked", core.zeros({}, { dtype = "int64", device = o.device }))
     else
@@ -108,7 +108,7 @@ function LayerNorm:init(normalized_shape, opts)
   self.elementwise_affine = o.elementwise_affine
   local factory = options.factory(o)
   if self.elementwise_affine then
-    self.weight = Parameter(core.ones(copy, factory))
+    self.weight = Parameter(options.tensor("LayerNorm", core.ones, copy, factory))
     if o.bias then
       self.bias = Parameter(core.zeros(copy, factory))
     else

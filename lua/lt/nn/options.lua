@@ -1,5 +1,6 @@
 -- Options tables of module constructors: defaults filled in, unknown keys
 -- refused (a misspelt option is an error, not a silently ignored default).
+local core = require "lt.core"
 local raise = require "lt.user_error"
 
 local options = {}
@@ -64,5 +65,12 @@ function options.factory(opts)
 end
 
 options.factory_keys = { dtype = true, device = true }
+
+-- make(shape, factory) (core.empty, core.ones, ...) once the shape is known
+-- to fit, so that nn.Linear(2^32, 2^32) fails under the module's name.
+function options.tensor(name, make, shape, factory)
+  core._check_shape(name, shape)
+  return make(shape, factory)
+end
 
 return options

@@ -24,7 +24,8 @@ function Embedding:init(num_embeddings, embedding_dim, opts)
     end
     self.padding_idx = p > 0 and p or n + 1 + p
   end
-  self.weight = Module.Parameter(core.empty({ self.num_embeddings, self.embedding_dim }, options.factory(o)))
+  self.weight = Module.Parameter(options.tensor("Embedding", core.empty,
+    { self.num_embeddings, self.embedding_dim }, options.factory(o)))
   self:reset_parameters()
 end
 
