@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -31,6 +32,9 @@ enum { NSLOTS = 1 + LT_MAX_DEVICES }; /* the cpu, then each cuda device */
 typedef struct pressure {
   size_t debt;      /* bytes charged since the last step */
   size_t threshold; /* debt that triggers the next step (0: step at once) */
+  size_t live_max;  /* the most bytes found live by a collection since the
+                       peak was last reset (peak collections below) */
+  size_t charged;   /* bytes charged since the last full collection */
 } pressure;
 
 static pressure pressures[NSLOTS];
@@ -121,6 +125,7 @@ void ltb_charge(lua_State *L, const lt_tensor *t) {
   if (bytes >= ORIGIN_MIN_BYTES || lt_memory_history_recording()) record_origin(L, s->block);
   pressure *p = &pressures[slot_of(s->device)];
   p->debt += bytes;
+  p->charged += bytes;
   if (p->debt < p->threshold) return;
   size_t kib = p->debt / KIB;
   p->debt = 0;
@@ -133,8 +138,9 @@ void ltb_charge(lua_State *L, const lt_tensor *t) {
 }
 
 static void clear_debts(void) {
-  for (int i = 0; i < NSLOTS; i++) pressures[i].debt = 0;
+  for (int i = 0; i < NSLOTS; i++) pressures[i].debt = pressures[i].charged = 0;
 }
+
 
 /* ---- out of memory ---- */
 
@@ -152,11 +158,66 @@ static void oom_hook(void *ud, lt_device dev, size_t nbytes) {
   clear_debts();
 }
 
+/* ---- peak collections ----
+ *
+ * The debt rule above lets garbage reach an eighth of what is allocated; at
+ * the moment of a step's peak that eighth is a peak PyTorch would not have.
+ * So the allocator also asks (its peak hook) before an allocation would lift
+ * allocated above a mark a little over the most bytes ever found live since
+ * the peak was reset: a full collection then gives back everything the
+ * script dropped, and the allocation sets a new peak only if live tensors
+ * need it. The peak thus stays within PEAK_SLACK of the one reference
+ * counting would give (a collection before every instruction), and in a
+ * training loop the mark is crossed about once a step. A collection costs
+ * time in proportion to the Lua heap, so it runs only when the tensors
+ * charged since the last one are not small next to the heap; otherwise the
+ * mark moves up and the debt rule goes on alone. */
+#define PEAK_SLACK_DIV 100 /* 1% */
+#define PEAK_SLACK_MIN (64 * KIB)
+
+static size_t peak_mark(size_t live) {
+  size_t slack = live / PEAK_SLACK_DIV;
+  return live + (slack < PEAK_SLACK_MIN ? PEAK_SLACK_MIN : slack);
+}
+
+static size_t allocated_now(lt_device dev) {
+  lt_memory_stats s;
+  lt_memory_get_stats(dev, &s);
+  return (size_t)s.allocated_bytes[LT_POOL_ALL].current;
+}
+
+static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
+  pressure *p = &pressures[slot_of(dev)];
+  lua_State *L = ud;
+  const size_t need = nbytes + allocated_now(dev);
+  if (in_hook || L == NULL) {
+    lt_alloc_set_collect_mark(dev, peak_mark(need));
+    return;
+  }
+  size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT) * KIB;
+  if (p->charged >= heap / 4) {
+    in_hook = true;
+    lua_gc(L, LUA_GCCOLLECT);
+    in_hook = false;
+    clear_debts();
+  }
+  const size_t live = allocated_now(dev) + nbytes;
+  if (live > p->live_max) p->live_max = live;
+  lt_alloc_set_collect_mark(dev, peak_mark(p->live_max));
+}
+
+/* After reset_peak: the next allocation collects and measures what is live. */
+static void restart_peak_marks(lt_device dev) {
+  pressures[slot_of(dev)].live_max = 0;
+  lt_alloc_set_collect_mark(dev, 1);
+}
+
 /* Closing the state must uninstall the hook: this sentinel's __gc runs last,
  * after the tensors' (it was marked for finalization before any of them). */
 static int hook_sentinel_gc(lua_State *L) {
   if (hook_state == lua_touserdata(L, lua_upvalueindex(1))) {
     lt_alloc_set_oom_hook(NULL, NULL);
+    lt_alloc_set_peak_hook(NULL, NULL);
     hook_state = NULL;
     /* The history's origins and labels are strings of this state. */
     lt_memory_history_clear();
@@ -170,6 +231,12 @@ static void install_oom_hook(lua_State *L) {
   lua_pop(L, 1);
   hook_state = main;
   lt_alloc_set_oom_hook(oom_hook, main);
+  /* LT_PEAK_COLLECT=0 turns peak collections off: for the benchmark that
+   * measures what they cost (scripts/bench). */
+  const char *peak_env = getenv("LT_PEAK_COLLECT");
+  if (!(peak_env && strcmp(peak_env, "0") == 0)) lt_alloc_set_peak_hook(peak_hook, main);
+  restart_peak_marks(lt_cpu());
+  for (int i = 0; i < LT_MAX_DEVICES; i++) restart_peak_marks((lt_device){LT_DEVICE_CUDA, (signed char)i});
   /* lt.core opened again in this state (package.loaded cleared, as busted
    * does between files): keep the one sentinel, or the old one's __gc would
    * uninstall the hook when it is collected. */
@@ -246,7 +313,9 @@ static int memory_max_reserved(lua_State *L) {
 }
 
 static int memory_reset_peak(lua_State *L) {
-  lt_memory_reset_peak(ltb_opt_device(L, 1, "reset_peak"));
+  const lt_device dev = ltb_opt_device(L, 1, "reset_peak");
+  lt_memory_reset_peak(dev);
+  restart_peak_marks(dev);
   return 0;
 }
 
@@ -297,6 +366,7 @@ static int memory_stats(lua_State *L) {
   set_int(L, "num_alloc_retries", s.num_alloc_retries);
   set_int(L, "num_ooms", s.num_ooms);
   set_int(L, "num_collections", s.num_collections);
+  set_int(L, "num_peak_collections", s.num_peak_collections);
   set_int(L, "num_device_allocs", s.num_device_allocs);
   set_int(L, "num_device_frees", s.num_device_frees);
   set_int(L, "limit", (int64_t)s.limit);

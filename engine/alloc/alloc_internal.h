@@ -87,6 +87,7 @@ struct lt_device_allocator {
   lt_block *spare_blocks;  /* recycled block structs (linked by next) */
   lt_block *pending;       /* freed blocks waiting for other streams (streams.c) */
   lt_memory_stats stats;   /* stats.limit is the limit */
+  size_t collect_mark;     /* the peak hook runs above it (0: never) */
 };
 
 /* block_tree.c */
@@ -125,6 +126,9 @@ void lt_stat_update_pool(lt_stat *stats, int pool, int64_t delta);
  * finally the LT_ERR_OOM message. Called without the lock. */
 lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category cat,
                              lt_stream_id stream, lt_block **out);
+/* oom.c: before an allocation of nbytes: the peak hook when it would lift
+ * allocated above the collect mark. Called without the lock. */
+void lt_alloc_before(lt_device_allocator *da, size_t nbytes);
 
 /* streams.c, all with da->lock held. After the statistics of a free: either
  * returns b to its pool, or, when it was used on other streams, records an

@@ -332,6 +332,7 @@ lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr, lt
   if (nbytes == 0) return alloc_zero_bytes(cat, ptr, block);
 
   const lt_stream_id stream = current_stream(dev);
+  lt_alloc_before(da, nbytes);
   lt_block *b = lt_try_alloc(da, nbytes, cat, stream);
   if (!b) LT_TRY(lt_alloc_slow_path(da, nbytes, cat, stream, &b));
   if (lt_history_is_on()) lt_history_alloc(b, dev);

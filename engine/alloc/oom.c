@@ -16,11 +16,53 @@ static void *oom_hook_ud;
  * finalizer) goes on without running the collection again. */
 static _Thread_local bool running_hook;
 
+static lt_oom_hook peak_hook;
+static void *peak_hook_ud;
+
 void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud) {
   pthread_mutex_lock(&hook_lock);
   oom_hook = hook;
   oom_hook_ud = ud;
   pthread_mutex_unlock(&hook_lock);
+}
+
+void lt_alloc_set_peak_hook(lt_oom_hook hook, void *ud) {
+  pthread_mutex_lock(&hook_lock);
+  peak_hook = hook;
+  peak_hook_ud = ud;
+  pthread_mutex_unlock(&hook_lock);
+}
+
+void lt_alloc_set_collect_mark(lt_device dev, size_t bytes) {
+  lt_device_allocator *da = lt_device_allocator_of(dev);
+  if (!da) return;
+  pthread_mutex_lock(&da->lock);
+  da->collect_mark = bytes;
+  pthread_mutex_unlock(&da->lock);
+}
+
+void lt_alloc_before(lt_device_allocator *da, size_t nbytes) {
+  /* A finalizer allocating inside a collection; a request that will fail. */
+  if (running_hook || nbytes > LT_MAX_REQUEST) return;
+  pthread_mutex_lock(&da->lock);
+  const size_t mark = da->collect_mark;
+  const size_t after = (size_t)da->stats.allocated_bytes[LT_POOL_ALL].current + lt_round_size(nbytes);
+  const bool run = mark != 0 && after > mark;
+  if (run) {
+    da->collect_mark = 0; /* the hook sets the next one */
+    da->stats.num_peak_collections++;
+  }
+  pthread_mutex_unlock(&da->lock);
+  if (!run) return;
+  pthread_mutex_lock(&hook_lock);
+  lt_oom_hook hook = peak_hook;
+  void *ud = peak_hook_ud;
+  pthread_mutex_unlock(&hook_lock);
+  if (!hook) return;
+  /* No lock held here: the hook's finalizers call lt_free. */
+  running_hook = true;
+  hook(ud, da->dev, nbytes);
+  running_hook = false;
 }
 
 char *lt_format_bytes(size_t nbytes, char *buf) {

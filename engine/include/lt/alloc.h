@@ -89,6 +89,14 @@ typedef struct lt_block lt_block; /* opaque: one allocation */
 typedef void (*lt_oom_hook)(void *ud, lt_device dev, size_t nbytes);
 void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud);
 
+/* The peak hook runs before an allocation that would lift dev's allocated
+ * bytes above its collect mark (the mark is cleared first; 0 means none):
+ * the bindings collect garbage there, so that tensors the script already
+ * dropped give their bytes back before they can make a new peak, and set
+ * the next mark. Same rules as the out-of-memory hook (it may free). */
+void lt_alloc_set_peak_hook(lt_oom_hook hook, void *ud);
+void lt_alloc_set_collect_mark(lt_device dev, size_t bytes);
+
 /* Allocates nbytes (0 allowed: gives a valid block of no bytes) on dev.
  * On failure: hook, empty cache, retry (counted in num_alloc_retries); then
  * LT_ERR_OOM with the message of DESIGN.md Memory model §4. */
@@ -140,6 +148,7 @@ typedef struct lt_memory_stats {
   int64_t num_alloc_retries;
   int64_t num_ooms;
   int64_t num_collections; /* times the oom hook ran */
+  int64_t num_peak_collections; /* times the peak hook ran */
   int64_t num_device_allocs, num_device_frees; /* raw backend calls */
   size_t limit;            /* 0: none */
 } lt_memory_stats;
