@@ -51,19 +51,33 @@ function Scheduler.new(cls, opt, opts)
   return self
 end
 
-function Scheduler:apply()
+-- The rates of epoch for every group, computed by sched (self, or a
+-- candidate with loaded values) before any group is changed.
+local function rates(sched, epoch)
   local lrs = {}
-  for i, group in ipairs(self.optimizer.param_groups) do
-    local lr = self:closed_form(self.base_lrs[i], self.last_epoch)
-    group.lr = lr
-    lrs[i] = lr
+  for i in ipairs(sched.optimizer.param_groups) do
+    local base = sched.base_lrs[i]
+    if type(base) ~= "number" then
+      raise(string.format("%s: parameter group %d has no base learning rate (added after the scheduler was made?)",
+        sched.name, i))
+    end
+    lrs[i] = sched:closed_form(base, epoch)
   end
+  return lrs
+end
+
+-- Sets the rates of the epoch now (all computed first: a failure changes no group).
+function Scheduler:apply()
+  local lrs = rates(self, self.last_epoch)
+  for i, group in ipairs(self.optimizer.param_groups) do group.lr = lrs[i] end
   self.last_lr = lrs
 end
 
 function Scheduler:step()
+  local lrs = rates(self, self.last_epoch + 1)
   self.last_epoch = self.last_epoch + 1
-  self:apply()
+  for i, group in ipairs(self.optimizer.param_groups) do group.lr = lrs[i] end
+  self.last_lr = lrs
 end
 
 function Scheduler:get_last_lr()
@@ -76,11 +90,32 @@ function Scheduler:state_dict()
   return sd
 end
 
+-- Checks sd (known keys, the options' checks, the rates it gives) on a
+-- candidate before anything is taken: a bad state dict changes nothing.
 function Scheduler:load_state_dict(sd)
+  local name = self.name .. ": load_state_dict"
+  if type(sd) ~= "table" then raise(string.format("%s: expected a table (from state_dict()), got %s", name, type(sd))) end
+  local candidate = setmetatable({}, { __index = self })
   for key, value in pairs(sd) do
-    self[key] = type(value) == "table" and table.move(value, 1, #value, 1, {}) or value
+    local spec = self.options[key]
+    if key == "last_epoch" then
+      if math.type(value) ~= "integer" then
+        raise(string.format("%s: last_epoch must be an integer, got %s", name, tostring(value)))
+      end
+    elseif key == "base_lrs" then
+      if type(value) ~= "table" then raise(string.format("%s: base_lrs must be a table, got %s", name, type(value))) end
+      value = table.move(value, 1, #value, 1, {})
+    elseif spec == nil then
+      raise(string.format("%s: unknown key '%s'", name, tostring(key)))
+    elseif type(value) ~= "number" or (spec.check and not spec.check(value)) then
+      raise(string.format("%s: invalid %s: %s (%s)", name, key, tostring(value), spec.expected))
+    end
+    candidate[key] = value
   end
-  self:apply()
+  local lrs = rates(candidate, candidate.last_epoch)
+  for key, value in pairs(candidate) do self[key] = value end
+  for i, group in ipairs(self.optimizer.param_groups) do group.lr = lrs[i] end
+  self.last_lr = lrs
 end
 
 local function positive_integer(v) return math.type(v) == "integer" and v > 0 end

@@ -270,6 +270,9 @@ function Optimizer:load_state_dict(sd)
   local params = {}
   for gi, group in ipairs(self.param_groups) do
     local loaded = sd.param_groups[gi]
+    if type(loaded) ~= "table" then
+      raise(string.format("%s: parameter group %d must be a table, got %s", name, gi, type(loaded)))
+    end
     local n = type(loaded.params) == "table" and #loaded.params or 0
     if n ~= #group.params then
       raise(string.format("%s: parameter group %d has %d parameters in the state dict, %d in the optimizer",
@@ -284,6 +287,9 @@ function Optimizer:load_state_dict(sd)
     if p == nil then
       raise(string.format("%s: state for parameter %s, but the optimizer has %d parameters", name,
         tostring(index), #params))
+    end
+    if type(s) ~= "table" then
+      raise(string.format("%s: the state of parameter %d must be a table, got %s", name, index, type(s)))
     end
     for key, value in pairs(s) do
       if key == "step" then
@@ -300,23 +306,50 @@ function Optimizer:load_state_dict(sd)
       end
     end
   end
+  -- The loaded groups, checked as add_param_group checks a group.
+  local groups = {}
   for gi, group in ipairs(self.param_groups) do
+    local g = {}
+    for key, value in pairs(group) do g[key] = value end
     for key, value in pairs(sd.param_groups[gi]) do
       if key ~= "params" then
-        group[key] = type(value) == "table" and table.move(value, 1, #value, 1, {}) or value
+        g[key] = type(value) == "table" and table.move(value, 1, #value, 1, {}) or value
       end
     end
+    local ok, err = true, nil
+    if self.check then ok, err = pcall(self.check, self, g) end
+    if not ok then
+      local message = tostring(err):gsub("^[^\n:]*:%d+: ", "")
+      if message:sub(1, #self.name + 2) == self.name .. ": " then message = message:sub(#self.name + 3) end
+      raise(string.format("%s: parameter group %d: %s", name, gi, message))
+    end
+    groups[gi] = g
   end
   -- Buffers are copied into fresh optimizer storage of the parameter's dtype
-  -- and device, as PyTorch casts loaded state to its parameter.
-  local state = {}
-  for index, s in pairs(sd.state) do
-    local p = params[index]
-    local copy = { step = s.step or 0 }
-    for _, key in ipairs(self.state_tensors) do
-      if s[key] ~= nil then copy[key] = Optimizer.new_buffer(p, false):copy_(s[key]) end
+  -- and device, as PyTorch casts loaded state to its parameter. All are made
+  -- before the optimizer takes the groups and the state: a failure (out of
+  -- memory) leaves it as it was.
+  local state, made = {}, {}
+  local ok, err = pcall(function()
+    for index, s in pairs(sd.state) do
+      local p = params[index]
+      local copy = { step = s.step or 0 }
+      for _, key in ipairs(self.state_tensors) do
+        if s[key] ~= nil then
+          local buf = Optimizer.new_buffer(p, false)
+          made[#made + 1] = buf
+          copy[key] = buf:copy_(s[key])
+        end
+      end
+      state[p] = copy
     end
-    state[p] = copy
+  end)
+  if not ok then
+    for _, t in ipairs(made) do t:free() end
+    raise(not_applied(name, err, "nothing was loaded"))
+  end
+  for gi, group in ipairs(self.param_groups) do
+    for key, value in pairs(groups[gi]) do group[key] = value end
   end
   self.state = state
 end
