@@ -127,6 +127,18 @@ static int lt_save_fn(lua_State *L) {
   return 0;
 }
 
+/* core._write_file(who, path, text): path replaced by text, completely or
+ * not at all (the safetensors writer's temporary and rename). */
+static int write_file_fn(lua_State *L) {
+  const char *who = luaL_checkstring(L, 1);
+  const char *path = luaL_checkstring(L, 2);
+  size_t n = 0;
+  const char *text = luaL_checklstring(L, 3, &n);
+  lt_status st = lt_write_file_atomically(who, path, text, n);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
 /* ---- lt.load(path) -> tensors, metadata ---- */
 
 static int loaded_gc(lua_State *L) {
@@ -259,6 +271,7 @@ void ltb_open_io(lua_State *L, int methods_idx, int core_idx) {
   static const luaL_Reg functions[] = {
       {"save", lt_save_fn},
       {"load", lt_load_fn},
+      {"_write_file", write_file_fn},
       {"read_idx", lt_read_idx_fn},
       {"index_select", index_select_fn},
       {"randperm", lt_randperm_fn},

@@ -103,6 +103,15 @@ static void read_tensors(lua_State *L, int idx, int64_t n, const char *op, const
   }
 }
 
+/* Each parameter's own .grad (no Lua handle; see grad_arg). */
+static void own_grads(lua_State *L, int64_t n, lt_tensor *const *params, const char *op,
+                      lt_tensor **out) {
+  for (int64_t i = 0; i < n; i++) {
+    if (!params[i]->grad) luaL_error(L, "%s: parameter %I has no gradient", op, (lua_Integer)(i + 1));
+    out[i] = params[i]->grad;
+  }
+}
+
 /* Gradients: a list of tensors, or `true` for each parameter's own .grad
  * read here in C (no Lua handle; see grad_arg). */
 static void read_grads(lua_State *L, int idx, int64_t n, lt_tensor *const *params,
@@ -111,10 +120,7 @@ static void read_grads(lua_State *L, int idx, int64_t n, lt_tensor *const *param
     read_tensors(L, idx, n, op, "grads", out);
     return;
   }
-  for (int64_t i = 0; i < n; i++) {
-    if (!params[i]->grad) luaL_error(L, "%s: parameter %I has no gradient", op, (lua_Integer)(i + 1));
-    out[i] = params[i]->grad;
-  }
+  own_grads(L, n, params, op, out);
 }
 
 /* Scratch for k arrays of n pointers, freed by the collector. */
@@ -199,6 +205,163 @@ static int optim_adam_many(lua_State *L) {
   return 0;
 }
 
+/* ---- whole steps: every group and device in one engine call ----
+ * calls is a list of positional tables, one per list of parameters on one
+ * device; the gradients are the parameters' own .grad (no Lua handle). The
+ * engine checks and prepares every list before it writes anything, so a
+ * failing step changes nothing (see lt_sgd_step_calls_). */
+
+/* The number of calls and the total number of parameters in them. */
+static int64_t count_calls(lua_State *L, const char *op, int64_t *total) {
+  const int64_t ncalls = list_len(L, 2, op, "calls");
+  *total = 0;
+  for (int64_t k = 1; k <= ncalls; k++) {
+    if (lua_geti(L, 2, (lua_Integer)k) != LUA_TTABLE)
+      luaL_error(L, "%s: calls[%I] must be a table, got %s", op, (lua_Integer)k, luaL_typename(L, -1));
+    lua_geti(L, -1, 1);
+    *total += list_len(L, lua_gettop(L), op, "params");
+    lua_pop(L, 2);
+  }
+  return ncalls;
+}
+
+/* Field pos of the call table at idx onto the stack; returns its index. */
+static int call_field(lua_State *L, int idx, int pos) {
+  lua_geti(L, idx, pos);
+  return lua_gettop(L);
+}
+
+static double call_number(lua_State *L, int idx, int pos, const char *op, const char *what) {
+  const double v = ltb_check_number(L, call_field(L, idx, pos), op, what);
+  lua_pop(L, 1);
+  return v;
+}
+
+static bool call_bool(lua_State *L, int idx, int pos) {
+  lua_geti(L, idx, pos);
+  const bool v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* sgd_calls(name, calls): calls[k] = {params, bufs|false, init_buffers|false,
+ * lr, momentum, dampening, weight_decay, nesterov, maximize}. */
+static int optim_sgd_calls(lua_State *L) {
+  lua_settop(L, 2); /* the scratch userdata goes above the arguments */
+  const char *name = luaL_checkstring(L, 1);
+  int64_t total = 0;
+  const int64_t ncalls = count_calls(L, name, &total);
+  lt_tensor **ts = scratch(L, total, 3);
+  bool *init = lua_newuserdatauv(L, (size_t)(total > 0 ? total : 1) * sizeof(bool), 0);
+  lt_sgd_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
+  int64_t at = 0;
+  for (int64_t k = 0; k < ncalls; k++) {
+    lua_geti(L, 2, (lua_Integer)(k + 1));
+    const int c = lua_gettop(L);
+    lt_sgd_call *call = &calls[k];
+    const int params_idx = call_field(L, c, 1);
+    const int64_t n = list_len(L, params_idx, name, "params");
+    lt_tensor **params = ts + at, **grads = ts + total + at, **bufs = ts + 2 * total + at;
+    read_tensors(L, params_idx, n, name, "params", params);
+    own_grads(L, n, params, name, grads);
+    const int bufs_idx = call_field(L, c, 2);
+    const bool has_bufs = lua_toboolean(L, bufs_idx);
+    if (has_bufs) read_tensors(L, bufs_idx, n, name, "momentum_buffers", bufs);
+    const int init_idx = call_field(L, c, 3);
+    const bool has_init = lua_toboolean(L, init_idx);
+    if (has_init && list_len(L, init_idx, name, "init_buffers") != n)
+      luaL_error(L, "%s: init_buffers has %I entries but there are %I parameters", name,
+                 (lua_Integer)luaL_len(L, init_idx), (lua_Integer)n);
+    for (int64_t i = 0; i < n; i++) {
+      if (has_init) {
+        lua_geti(L, init_idx, (lua_Integer)(i + 1));
+        init[at + i] = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+      } else {
+        init[at + i] = false;
+      }
+    }
+    call->n = n;
+    call->params = params;
+    call->grads = grads;
+    call->momentum_buffers = has_bufs ? bufs : NULL;
+    call->init_buffers = init + at;
+    call->options.lr = call_number(L, c, 4, name, "lr");
+    call->options.momentum = call_number(L, c, 5, name, "momentum");
+    call->options.dampening = call_number(L, c, 6, name, "dampening");
+    call->options.weight_decay = call_number(L, c, 7, name, "weight_decay");
+    call->options.nesterov = call_bool(L, c, 8);
+    call->options.maximize = call_bool(L, c, 9);
+    lua_settop(L, c - 1); /* the call table and its fields (the calls list keeps them) */
+    at += n;
+  }
+  lt_status st = lt_sgd_step_calls_(name, ncalls, calls);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
+/* adam_calls(name, calls): calls[k] = {params, exp_avgs, exp_avg_sqs,
+ * max_exp_avg_sqs|false, steps, lr, beta1, beta2, eps, weight_decay, amsgrad,
+ * decoupled, maximize}; steps are the counts after this step. */
+static int optim_adam_calls(lua_State *L) {
+  lua_settop(L, 2); /* the scratch userdata goes above the arguments */
+  const char *name = luaL_checkstring(L, 1);
+  int64_t total = 0;
+  const int64_t ncalls = count_calls(L, name, &total);
+  lt_tensor **ts = scratch(L, total, 5);
+  int64_t *steps = lua_newuserdatauv(L, (size_t)(total > 0 ? total : 1) * sizeof(int64_t), 0);
+  lt_adam_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
+  int64_t at = 0;
+  for (int64_t k = 0; k < ncalls; k++) {
+    lua_geti(L, 2, (lua_Integer)(k + 1));
+    const int c = lua_gettop(L);
+    lt_adam_call *call = &calls[k];
+    const int params_idx = call_field(L, c, 1);
+    const int64_t n = list_len(L, params_idx, name, "params");
+    lt_tensor **params = ts + at, **grads = ts + total + at, **m = ts + 2 * total + at;
+    lt_tensor **v = ts + 3 * total + at, **vmax = ts + 4 * total + at;
+    read_tensors(L, params_idx, n, name, "params", params);
+    own_grads(L, n, params, name, grads);
+    read_tensors(L, call_field(L, c, 2), n, name, "exp_avgs", m);
+    read_tensors(L, call_field(L, c, 3), n, name, "exp_avg_sqs", v);
+    const int vmax_idx = call_field(L, c, 4);
+    const bool has_vmax = lua_toboolean(L, vmax_idx);
+    if (has_vmax) read_tensors(L, vmax_idx, n, name, "max_exp_avg_sqs", vmax);
+    const int steps_idx = call_field(L, c, 5);
+    if (list_len(L, steps_idx, name, "steps") != n)
+      luaL_error(L, "%s: steps has %I entries but there are %I parameters", name,
+                 (lua_Integer)luaL_len(L, steps_idx), (lua_Integer)n);
+    for (int64_t i = 0; i < n; i++) {
+      lua_geti(L, steps_idx, (lua_Integer)(i + 1));
+      int ok = 0;
+      steps[at + i] = (int64_t)lua_tointegerx(L, -1, &ok);
+      if (!ok) luaL_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
+                          luaL_typename(L, -1));
+      lua_pop(L, 1);
+    }
+    call->n = n;
+    call->params = params;
+    call->grads = grads;
+    call->exp_avgs = m;
+    call->exp_avg_sqs = v;
+    call->max_exp_avg_sqs = has_vmax ? vmax : NULL;
+    call->steps = steps + at;
+    call->options.lr = call_number(L, c, 6, name, "lr");
+    call->options.beta1 = call_number(L, c, 7, name, "beta1");
+    call->options.beta2 = call_number(L, c, 8, name, "beta2");
+    call->options.eps = call_number(L, c, 9, name, "eps");
+    call->options.weight_decay = call_number(L, c, 10, name, "weight_decay");
+    call->options.amsgrad = call_bool(L, c, 11);
+    call->options.decoupled_weight_decay = call_bool(L, c, 12);
+    call->options.maximize = call_bool(L, c, 13);
+    lua_settop(L, c - 1);
+    at += n;
+  }
+  lt_status st = lt_adam_step_calls_(name, ncalls, calls);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
 /* unscale_many(tensors, found_inf, inv_scale[, of_params]): GradScaler's
  * unscale of every gradient in the list, setting found_inf (a float32
  * tensor of one element) to 1 on an inf or NaN; nothing waits for the
@@ -224,12 +387,54 @@ static int optim_unscale_many(lua_State *L) {
   return 0;
 }
 
+/* unscale_calls(lists, flags, inv_scale): unscale_many over several
+ * devices at once: lists[k] holds parameters whose .grad is unscaled (no Lua
+ * handle), flags[k] their found_inf. Nothing is written unless every list
+ * passes its checks and gets its temporaries. */
+static int optim_unscale_calls(lua_State *L) {
+  const char *op = "unscale_many";
+  lua_settop(L, 3); /* the scratch userdata goes above the arguments */
+  const int64_t ncalls = list_len(L, 1, op, "lists");
+  if (list_len(L, 2, op, "flags") != ncalls)
+    luaL_error(L, "%s: flags has %I entries but there are %I lists", op, (lua_Integer)luaL_len(L, 2),
+               (lua_Integer)ncalls);
+  const double inv_scale = ltb_check_number(L, 3, op, "inv_scale");
+  int64_t total = 0;
+  for (int64_t k = 1; k <= ncalls; k++) {
+    lua_geti(L, 1, (lua_Integer)k);
+    total += list_len(L, lua_gettop(L), op, "params");
+    lua_pop(L, 1);
+  }
+  lt_tensor **ts = scratch(L, total, 2);
+  lt_unscale_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
+  int64_t at = 0;
+  for (int64_t k = 0; k < ncalls; k++) {
+    lua_geti(L, 1, (lua_Integer)(k + 1));
+    const int list = lua_gettop(L);
+    const int64_t n = list_len(L, list, op, "params");
+    read_tensors(L, list, n, op, "params", ts + at);
+    own_grads(L, n, ts + at, op, ts + total + at);
+    lua_geti(L, 2, (lua_Integer)(k + 1));
+    calls[k].n = n;
+    calls[k].grads = ts + total + at;
+    calls[k].found_inf = ltb_check_tensor(L, -1, op);
+    lua_settop(L, list - 1); /* the lists keep the handles alive */
+    at += n;
+  }
+  lt_status st = lt_amp_unscale_calls_(ncalls, calls, (float)inv_scale);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
 static const luaL_Reg optim_functions[] = {
     {"sgd_step", optim_sgd_step},
     {"adam_step", optim_adam_step},
     {"sgd_many", optim_sgd_many},
     {"adam_many", optim_adam_many},
+    {"sgd_calls", optim_sgd_calls},
+    {"adam_calls", optim_adam_calls},
     {"unscale_many", optim_unscale_many},
+    {"unscale_calls", optim_unscale_calls},
     {"has_grad", optim_has_grad},
     {NULL, NULL},
 };

@@ -1,5 +1,5 @@
 /* safetensors files: loading with every offset checked against the bytes
- * present, and atomic saving (temporary file, fsync, rename). The header's
+ * present, and atomic saving (atomic_file.c: temporary, fsync, rename). The header's
  * JSON is safetensors_header.c's job; this file deals with the layout of the
  * file and with tensors. */
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/atomic_file.h"
 #include "io/safetensors_header.h"
 #include "lt/io.h"
 #include "lt/ops.h"
@@ -321,23 +322,7 @@ static lt_status write_file(int fd, const char *path, st_entry *entries,
       lt_tensor_release(data);
     }
   }
-  if (st == LT_OK && fsync(fd) != 0) st = io_error("cannot sync", path);
-  return st;
-}
-
-/* Makes the rename itself durable; a failure here loses nothing written. */
-static void sync_directory_of(const char *path) {
-  const char *slash = strrchr(path, '/');
-  char dir[4096];
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else if (slash == path) snprintf(dir, sizeof dir, "/");
-  else if ((size_t)(slash - path) < sizeof dir)
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-  else return;
-  int fd = open(dir, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)fsync(fd);
-  close(fd);
+  return st; /* lt_atomic_file_commit syncs */
 }
 
 /* Entries in name order with contiguous offsets. */
@@ -369,9 +354,8 @@ lt_status lt_safetensors_save(const char *path, const char *const *names,
   st_entry *entries = calloc((size_t)count + 1, sizeof *entries);
   const char **keys = malloc(((size_t)nmeta + 1) * sizeof *keys);
   const char **values = malloc(((size_t)nmeta + 1) * sizeof *values);
-  char *tmp = malloc(strlen(path) + 32);
   lt_status st = LT_OK;
-  if (!order || !meta_order || !entries || !keys || !values || !tmp)
+  if (!order || !meta_order || !entries || !keys || !values)
     st = lt_error(LT_ERR_OOM, "safetensors: cannot write %s: out of memory", path);
 
   const char *dup = NULL;
@@ -391,24 +375,17 @@ lt_status lt_safetensors_save(const char *path, const char *const *names,
   }
   if (st == LT_OK) plan_entries(names, tensors, order, count, entries);
 
-  int fd = -1;
+  lt_atomic_file f;
+  if (st == LT_OK) st = lt_atomic_file_open("safetensors", path, &f);
   if (st == LT_OK) {
-    snprintf(tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) st = io_error("cannot create", tmp);
-  }
-  if (fd >= 0) {
-    st = write_file(fd, tmp, entries, tensors, order, count, keys, values, nmeta);
-    if (close(fd) != 0 && st == LT_OK) st = io_error("cannot write", tmp);
-    if (st == LT_OK && rename(tmp, path) != 0) st = io_error("cannot rename the new file to", path);
-    if (st != LT_OK) unlink(tmp); /* the old file, if any, is untouched */
-    else sync_directory_of(path);
+    st = write_file(f.fd, f.tmp, entries, tensors, order, count, keys, values, nmeta);
+    if (st == LT_OK) st = lt_atomic_file_commit(&f);
+    else lt_atomic_file_abort(&f); /* the old file, if any, is untouched */
   }
   free(order);
   free(meta_order);
   free(entries);
   free(keys);
   free(values);
-  free(tmp);
   return st;
 }

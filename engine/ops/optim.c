@@ -291,28 +291,47 @@ static lt_status no_memory(const char *name) {
   return lt_error(LT_ERR_OOM, "%s: out of host memory for the step's tensor lists", name);
 }
 
-lt_status lt_sgd_step_many_(const char *name, int64_t n, lt_tensor *const *params,
-                            lt_tensor *const *grads, lt_tensor *const *momentum_buffers,
-                            const bool *init_buffers, const lt_sgd_options *o) {
-  if (!name) name = "SGD";
+/* A call whose checks passed and whose temporaries exist: what its kernel
+ * needs (see lt_sgd_step_calls_). */
+typedef struct prepared {
+  const lt_optim_backend *be;
+  lt_tensor **g;       /* contiguous gradients (references) */
+  bool *init;          /* SGD: which momentum buffers are new */
+  lt_adam_scalars *s;  /* Adam: each parameter's scalars */
+} prepared;
+
+static void prepared_free(prepared *p, int64_t n) {
+  if (p->g) release_all(p->g, n);
+  free(p->g);
+  free(p->init);
+  free(p->s);
+  p->g = NULL;
+  p->init = NULL;
+  p->s = NULL;
+}
+
+/* Checks one SGD call and makes its temporaries; on an error nothing is kept. */
+static lt_status sgd_prepare(const char *name, const lt_sgd_call *c, prepared *out) {
+  const lt_sgd_options *o = &c->options;
+  const int64_t n = c->n;
   LT_TRY(check_sgd_options(name, o));
-  LT_TRY(check_count(name, n, params, grads));
+  LT_TRY(check_count(name, n, c->params, c->grads));
   const bool momentum = o->momentum != 0.0;
-  if (momentum && !momentum_buffers)
+  if (momentum && !c->momentum_buffers)
     return lt_error(LT_ERR_ARG, "%s: momentum %g needs momentum buffers", name, o->momentum);
   char who[WHO_BUF];
   for (int64_t i = 0; i < n; i++) {
     indexed(who, sizeof who, name, "parameter", i);
-    LT_TRY(check_param(who, params[i]));
-    LT_TRY(check_same_device(name, "parameter", params[0], params[i], i));
-    LT_TRY(check_like_param(who, "the gradient", params[i], grads[i], false));
+    LT_TRY(check_param(who, c->params[i]));
+    LT_TRY(check_same_device(name, "parameter", c->params[0], c->params[i], i));
+    LT_TRY(check_like_param(who, "the gradient", c->params[i], c->grads[i], false));
     if (!momentum) continue;
-    if (!momentum_buffers[i])
+    if (!c->momentum_buffers[i])
       return lt_error(LT_ERR_ARG, "%s: momentum %g needs a momentum buffer", who, o->momentum);
-    LT_TRY(check_like_param(who, "the momentum buffer", params[i], momentum_buffers[i], true));
+    LT_TRY(check_like_param(who, "the momentum buffer", c->params[i], c->momentum_buffers[i],
+                            true));
   }
-  const lt_optim_backend *be = NULL;
-  LT_TRY(optim_backend(name, params[0]->storage->device, &be));
+  LT_TRY(optim_backend(name, c->params[0]->storage->device, &out->be));
   written *w = malloc((size_t)n * 2 * sizeof *w);
   lt_tensor **g = malloc((size_t)n * sizeof *g);
   bool *init = malloc((size_t)n * sizeof *init);
@@ -320,57 +339,51 @@ lt_status lt_sgd_step_many_(const char *name, int64_t n, lt_tensor *const *param
   if (st == LT_OK) {
     int64_t count = 0;
     for (int64_t i = 0; i < n; i++) {
-      add_written(w, &count, params[i], i, "the parameter");
-      if (momentum) add_written(w, &count, momentum_buffers[i], i, "its momentum buffer");
-      init[i] = momentum && init_buffers && init_buffers[i];
+      add_written(w, &count, c->params[i], i, "the parameter");
+      if (momentum) add_written(w, &count, c->momentum_buffers[i], i, "its momentum buffer");
+      init[i] = momentum && c->init_buffers && c->init_buffers[i];
     }
     st = check_disjoint(name, "parameter", w, count);
   }
-  if (st == LT_OK) st = contiguous_all(grads, n, g);
-  if (st == LT_OK) {
-    st = be->sgd_many(n, params, g, momentum ? momentum_buffers : NULL, init, o);
-    release_all(g, n);
-  }
+  if (st == LT_OK) st = contiguous_all(c->grads, n, g);
   free(w);
-  free(g);
-  free(init);
-  if (st != LT_OK) return st;
-  for (int64_t i = 0; i < n; i++) {
-    ops_bump_version(params[i], "sgd_step_");
-    if (momentum) ops_bump_version(momentum_buffers[i], "sgd_step_");
+  if (st != LT_OK) {
+    free(g);
+    free(init);
+    return st;
   }
+  out->g = g;
+  out->init = init;
   return LT_OK;
 }
 
-lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *params,
-                             lt_tensor *const *grads, lt_tensor *const *exp_avgs,
-                             lt_tensor *const *exp_avg_sqs, lt_tensor *const *max_exp_avg_sqs,
-                             const int64_t *steps, const lt_adam_options *o) {
-  if (!name) name = o->decoupled_weight_decay ? "AdamW" : "Adam";
+/* Checks one Adam call and makes its temporaries; on an error nothing is kept. */
+static lt_status adam_prepare(const char *name, const lt_adam_call *c, prepared *out) {
+  const lt_adam_options *o = &c->options;
+  const int64_t n = c->n;
   LT_TRY(check_adam_options(name, o, 1));
-  LT_TRY(check_count(name, n, params, grads));
-  if (!exp_avgs || !exp_avg_sqs || !steps)
+  LT_TRY(check_count(name, n, c->params, c->grads));
+  if (!c->exp_avgs || !c->exp_avg_sqs || !c->steps)
     return lt_error(LT_ERR_ARG, "%s: expected exp_avg, exp_avg_sq and step lists, got NULL", name);
-  if (o->amsgrad && !max_exp_avg_sqs)
+  if (o->amsgrad && !c->max_exp_avg_sqs)
     return lt_error(LT_ERR_ARG, "%s: amsgrad needs max_exp_avg_sq buffers", name);
   char who[WHO_BUF];
   for (int64_t i = 0; i < n; i++) {
     indexed(who, sizeof who, name, "parameter", i);
-    if (steps[i] < 1)
+    if (c->steps[i] < 1)
       return lt_error(LT_ERR_ARG, "%s: invalid step count %lld (steps count from 1)", who,
-                      (long long)steps[i]);
-    LT_TRY(check_param(who, params[i]));
-    LT_TRY(check_same_device(name, "parameter", params[0], params[i], i));
-    LT_TRY(check_like_param(who, "the gradient", params[i], grads[i], false));
-    LT_TRY(check_like_param(who, "exp_avg", params[i], exp_avgs[i], true));
-    LT_TRY(check_like_param(who, "exp_avg_sq", params[i], exp_avg_sqs[i], true));
+                      (long long)c->steps[i]);
+    LT_TRY(check_param(who, c->params[i]));
+    LT_TRY(check_same_device(name, "parameter", c->params[0], c->params[i], i));
+    LT_TRY(check_like_param(who, "the gradient", c->params[i], c->grads[i], false));
+    LT_TRY(check_like_param(who, "exp_avg", c->params[i], c->exp_avgs[i], true));
+    LT_TRY(check_like_param(who, "exp_avg_sq", c->params[i], c->exp_avg_sqs[i], true));
     if (!o->amsgrad) continue;
-    if (!max_exp_avg_sqs[i])
+    if (!c->max_exp_avg_sqs[i])
       return lt_error(LT_ERR_ARG, "%s: amsgrad needs a max_exp_avg_sq buffer", who);
-    LT_TRY(check_like_param(who, "max_exp_avg_sq", params[i], max_exp_avg_sqs[i], true));
+    LT_TRY(check_like_param(who, "max_exp_avg_sq", c->params[i], c->max_exp_avg_sqs[i], true));
   }
-  const lt_optim_backend *be = NULL;
-  LT_TRY(optim_backend(name, params[0]->storage->device, &be));
+  LT_TRY(optim_backend(name, c->params[0]->storage->device, &out->be));
   written *w = malloc((size_t)n * 4 * sizeof *w);
   lt_tensor **g = malloc((size_t)n * sizeof *g);
   lt_adam_scalars *s = malloc((size_t)n * sizeof *s);
@@ -378,40 +391,109 @@ lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *para
   if (st == LT_OK) {
     int64_t count = 0;
     for (int64_t i = 0; i < n; i++) {
-      add_written(w, &count, params[i], i, "the parameter");
-      add_written(w, &count, exp_avgs[i], i, "its exp_avg");
-      add_written(w, &count, exp_avg_sqs[i], i, "its exp_avg_sq");
-      if (o->amsgrad) add_written(w, &count, max_exp_avg_sqs[i], i, "its max_exp_avg_sq");
+      add_written(w, &count, c->params[i], i, "the parameter");
+      add_written(w, &count, c->exp_avgs[i], i, "its exp_avg");
+      add_written(w, &count, c->exp_avg_sqs[i], i, "its exp_avg_sq");
+      if (o->amsgrad) add_written(w, &count, c->max_exp_avg_sqs[i], i, "its max_exp_avg_sq");
       /* The same double arithmetic as lt_adam_step_, per parameter. */
+      const double step = (double)c->steps[i];
       s[i].beta1 = o->beta1;
       s[i].beta2 = o->beta2;
       s[i].eps = o->eps;
       s[i].weight_decay = o->decoupled_weight_decay ? 0.0 : o->weight_decay;
       s[i].param_scale = o->decoupled_weight_decay ? 1.0 - o->lr * o->weight_decay : 1.0;
-      s[i].step_size = o->lr / (1.0 - pow(o->beta1, (double)steps[i]));
-      s[i].bias_correction2_sqrt = sqrt(1.0 - pow(o->beta2, (double)steps[i]));
+      s[i].step_size = o->lr / (1.0 - pow(o->beta1, step));
+      s[i].bias_correction2_sqrt = sqrt(1.0 - pow(o->beta2, step));
       s[i].amsgrad = o->amsgrad;
       s[i].maximize = o->maximize;
     }
     st = check_disjoint(name, "parameter", w, count);
   }
-  if (st == LT_OK) st = contiguous_all(grads, n, g);
-  if (st == LT_OK) {
-    st = be->adam_many(n, params, g, exp_avgs, exp_avg_sqs, o->amsgrad ? max_exp_avg_sqs : NULL,
-                       s);
-    release_all(g, n);
-  }
+  if (st == LT_OK) st = contiguous_all(c->grads, n, g);
   free(w);
-  free(g);
-  free(s);
-  if (st != LT_OK) return st;
-  for (int64_t i = 0; i < n; i++) {
-    ops_bump_version(params[i], "adam_step_");
-    ops_bump_version(exp_avgs[i], "adam_step_");
-    ops_bump_version(exp_avg_sqs[i], "adam_step_");
-    if (o->amsgrad) ops_bump_version(max_exp_avg_sqs[i], "adam_step_");
+  if (st != LT_OK) {
+    free(g);
+    free(s);
+    return st;
   }
+  out->g = g;
+  out->s = s;
   return LT_OK;
+}
+
+static lt_status check_calls(const char *name, int64_t ncalls, const void *calls) {
+  if (ncalls < 1 || !calls)
+    return lt_error(LT_ERR_ARG, "%s: expected at least one list of parameters, got %lld", name,
+                    (long long)(calls ? ncalls : 0));
+  return LT_OK;
+}
+
+/* Every call is prepared before the first kernel runs: a check or an
+ * allocation that fails in a later call leaves the earlier ones unstepped.
+ * Only a kernel's own failure (a device error) can come after a write. */
+lt_status lt_sgd_step_calls_(const char *name, int64_t ncalls, const lt_sgd_call *calls) {
+  if (!name) name = "SGD";
+  LT_TRY(check_calls(name, ncalls, calls));
+  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
+  if (!pre) return no_memory(name);
+  int64_t ready = 0;
+  lt_status st = LT_OK;
+  while (ready < ncalls && (st = sgd_prepare(name, &calls[ready], &pre[ready])) == LT_OK) ready++;
+  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
+    const lt_sgd_call *c = &calls[k];
+    const bool momentum = c->options.momentum != 0.0;
+    st = pre[k].be->sgd_many(c->n, c->params, pre[k].g, momentum ? c->momentum_buffers : NULL,
+                             pre[k].init, &c->options);
+    if (st != LT_OK) break;
+    for (int64_t i = 0; i < c->n; i++) {
+      ops_bump_version(c->params[i], "sgd_step_");
+      if (momentum) ops_bump_version(c->momentum_buffers[i], "sgd_step_");
+    }
+  }
+  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
+  free(pre);
+  return st;
+}
+
+lt_status lt_adam_step_calls_(const char *name, int64_t ncalls, const lt_adam_call *calls) {
+  if (!name) name = calls && ncalls > 0 && calls[0].options.decoupled_weight_decay ? "AdamW" : "Adam";
+  LT_TRY(check_calls(name, ncalls, calls));
+  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
+  if (!pre) return no_memory(name);
+  int64_t ready = 0;
+  lt_status st = LT_OK;
+  while (ready < ncalls && (st = adam_prepare(name, &calls[ready], &pre[ready])) == LT_OK) ready++;
+  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
+    const lt_adam_call *c = &calls[k];
+    const bool amsgrad = c->options.amsgrad;
+    st = pre[k].be->adam_many(c->n, c->params, pre[k].g, c->exp_avgs, c->exp_avg_sqs,
+                              amsgrad ? c->max_exp_avg_sqs : NULL, pre[k].s);
+    if (st != LT_OK) break;
+    for (int64_t i = 0; i < c->n; i++) {
+      ops_bump_version(c->params[i], "adam_step_");
+      ops_bump_version(c->exp_avgs[i], "adam_step_");
+      ops_bump_version(c->exp_avg_sqs[i], "adam_step_");
+      if (amsgrad) ops_bump_version(c->max_exp_avg_sqs[i], "adam_step_");
+    }
+  }
+  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
+  free(pre);
+  return st;
+}
+
+lt_status lt_sgd_step_many_(const char *name, int64_t n, lt_tensor *const *params,
+                            lt_tensor *const *grads, lt_tensor *const *momentum_buffers,
+                            const bool *init_buffers, const lt_sgd_options *o) {
+  lt_sgd_call c = {n, params, grads, momentum_buffers, init_buffers, *o};
+  return lt_sgd_step_calls_(name, 1, &c);
+}
+
+lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *params,
+                             lt_tensor *const *grads, lt_tensor *const *exp_avgs,
+                             lt_tensor *const *exp_avg_sqs, lt_tensor *const *max_exp_avg_sqs,
+                             const int64_t *steps, const lt_adam_options *o) {
+  lt_adam_call c = {n, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *o};
+  return lt_adam_step_calls_(name, 1, &c);
 }
 
 #define UNSCALE "unscale_many"
@@ -420,8 +502,10 @@ static bool is_float_dtype(lt_dtype dt) {
   return dt == LT_FLOAT32 || dt == LT_FLOAT64 || dt == LT_FLOAT16 || dt == LT_BFLOAT16;
 }
 
-lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *found_inf,
-                               float inv_scale) {
+/* Checks one unscale call and makes its contiguous gradients. */
+static lt_status unscale_prepare(const lt_unscale_call *c, prepared *out) {
+  const int64_t n = c->n;
+  lt_tensor *const *grads = c->grads, *found_inf = c->found_inf;
   LT_TRY(check_count(UNSCALE, n, grads, grads));
   LT_TRY(ops_check_live(UNSCALE, found_inf));
   char who[WHO_BUF], dn[16];
@@ -446,8 +530,7 @@ lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *fo
                     lt_device_name(found_inf->storage->device, dn),
                     lt_device_name(grads[0]->storage->device, db));
   }
-  const lt_optim_backend *be = NULL;
-  LT_TRY(optim_backend(UNSCALE, grads[0]->storage->device, &be));
+  LT_TRY(optim_backend(UNSCALE, grads[0]->storage->device, &out->be));
   written *w = malloc((size_t)(n + 1) * sizeof *w);
   lt_tensor **g = malloc((size_t)n * sizeof *g);
   lt_status st = w && g ? LT_OK : no_memory(UNSCALE);
@@ -460,16 +543,41 @@ lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *fo
   /* A strided gradient is unscaled in a contiguous copy that is copied back:
    * the kernels see contiguous tensors only. */
   if (st == LT_OK) st = contiguous_all(grads, n, g);
-  if (st == LT_OK) {
-    st = be->unscale_many(n, g, inv_scale, found_inf);
-    for (int64_t i = 0; i < n && st == LT_OK; i++)
-      if (g[i] != grads[i]) st = lt_copy_(grads[i], g[i]);
-    release_all(g, n);
-  }
   free(w);
-  free(g);
-  if (st != LT_OK) return st;
-  for (int64_t i = 0; i < n; i++) ops_bump_version(grads[i], "unscale_");
-  ops_bump_version(found_inf, "unscale_");
+  if (st != LT_OK) {
+    free(g);
+    return st;
+  }
+  out->g = g;
   return LT_OK;
+}
+
+/* As the optimizer steps: every call is checked and its copies made before
+ * the first gradient is written, so a failure leaves every gradient as it
+ * was (none half unscaled). */
+lt_status lt_amp_unscale_calls_(int64_t ncalls, const lt_unscale_call *calls, float inv_scale) {
+  LT_TRY(check_calls(UNSCALE, ncalls, calls));
+  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
+  if (!pre) return no_memory(UNSCALE);
+  int64_t ready = 0;
+  lt_status st = LT_OK;
+  while (ready < ncalls && (st = unscale_prepare(&calls[ready], &pre[ready])) == LT_OK) ready++;
+  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
+    const lt_unscale_call *c = &calls[k];
+    st = pre[k].be->unscale_many(c->n, pre[k].g, inv_scale, c->found_inf);
+    for (int64_t i = 0; i < c->n && st == LT_OK; i++)
+      if (pre[k].g[i] != c->grads[i]) st = lt_copy_(c->grads[i], pre[k].g[i]);
+    if (st != LT_OK) break;
+    for (int64_t i = 0; i < c->n; i++) ops_bump_version(c->grads[i], "unscale_");
+    ops_bump_version(c->found_inf, "unscale_");
+  }
+  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
+  free(pre);
+  return st;
+}
+
+lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *found_inf,
+                               float inv_scale) {
+  lt_unscale_call c = {n, grads, found_inf};
+  return lt_amp_unscale_calls_(1, &c, inv_scale);
 }

@@ -14,6 +14,7 @@ local core = require "lt.core"
 local methods = require "lt.methods"
 local raise = require "lt.user_error"
 local by_device = require "lt.by_device"
+local not_applied = require "lt.not_applied"
 
 local is_tensor = core.is_tensor
 
@@ -41,7 +42,7 @@ local READY, UNSCALED, STEPPED = "ready", "unscaled", "stepped"
 -- without a Lua handle), grad *= inv_scale (a float32 value) in place, and
 -- found_inf (a float32 tensor of one element) set to 1 where a gradient held
 -- an inf or NaN before; one engine call, no wait for the device.
-local unscale_many = core._optim.unscale_many
+local unscale_calls = core._optim.unscale_calls
 local has_grad = core._optim.has_grad
 
 local GradScaler = {}
@@ -144,12 +145,21 @@ function GradScaler:unscale_(optimizer)
   end
   local lists, order = set.lists, set.order
   -- One flag per device, owned here and only read when step() or update()
-  -- needs the answer, so unscaling waits for no device.
-  local flags = {}
-  for i, device in ipairs(order) do
-    local flag = core.zeros({ 1 }, { dtype = "float32", device = device })
-    unscale_many(lists[device], flag, inv_scale, true)
-    flags[i] = flag
+  -- needs the answer, so unscaling waits for no device. All are made before
+  -- the one engine call, which writes no gradient unless it can unscale
+  -- them all: a failure (out of memory) leaves the gradients and this
+  -- optimizer's stage as they were, and unscale_ can be called again.
+  local flags, per_device = {}, {}
+  local ok, err = pcall(function()
+    for i, device in ipairs(order) do
+      flags[i] = core.zeros({ 1 }, { dtype = "float32", device = device })
+      per_device[i] = lists[device]
+    end
+    if #order > 0 then unscale_calls(per_device, flags, inv_scale) end
+  end)
+  if not ok then
+    for _, flag in ipairs(flags) do flag:free() end
+    raise(not_applied("GradScaler:unscale_", err, "no gradient was unscaled"))
   end
   s.found_inf, s.flags, s.checked, s.stage = nil, flags, #order > 0, UNSCALED
 end
@@ -178,9 +188,15 @@ function GradScaler:step(optimizer, ...)
   if s.stage == STEPPED then raise("GradScaler:step: step() has already been called since the last update().") end
   if s.stage == READY then self:unscale_(optimizer) end
   if not s.checked then raise("GradScaler:step: No inf checks were recorded for this optimizer.") end
-  s.stage = STEPPED
-  if found_inf(s) then return false end
+  if found_inf(s) then
+    s.stage = STEPPED
+    return false
+  end
+  -- STEPPED only once the step is taken: a failed step (out of memory)
+  -- changes no parameter, so step() may be called again; the gradients
+  -- stay unscaled and are not unscaled twice.
   optimizer:step(...)
+  s.stage = STEPPED
   return true
 end
 

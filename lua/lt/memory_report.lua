@@ -201,22 +201,11 @@ Sizes are the allocator's rounded blocks (multiples of 512 bytes).</footer>
     notes(snapshot), cards(snapshot, tl, by_device), device_sections(tl), html(summary), chart)
 end
 
--- Writes text to path through a temporary file renamed into place.
+-- Writes text to path as lt.save writes: complete or not at all, and no
+-- temporary left behind by a process killed while writing.
 local function write_atomically(path, text)
-  local tmp = string.format("%s.tmp%d", path, math.random(1, 1 << 30))
-  local f, err = io.open(tmp, "wb")
-  if not f then error("memory.report: cannot write " .. err, 3) end
-  local ok, werr = f:write(text)
-  local closed, cerr = f:close()
-  if not ok or not closed then
-    os.remove(tmp)
-    error("memory.report: cannot write " .. path .. ": " .. tostring(werr or cerr), 3)
-  end
-  local renamed, rerr = os.rename(tmp, path)
-  if not renamed then
-    os.remove(tmp)
-    error("memory.report: cannot write " .. path .. ": " .. tostring(rerr), 3)
-  end
+  local ok, err = pcall(require("lt.core")._write_file, "memory.report", path, text)
+  if not ok then error((tostring(err):gsub("^[^\n:]*:%d+: ", "")), 3) end
 end
 
 return function(memory, version)

@@ -207,6 +207,34 @@ static void test_many_refusals(void) {
   lt_tensor_release(gg[1]);
 }
 
+/* Several lists in one step: an error in a later list (a bad option, a
+ * wrong shape) leaves the earlier lists unstepped. */
+static void test_calls_all_or_nothing(void) {
+  int64_t s2[] = {2}, s3[] = {3};
+  lt_tensor *p1 = filled(s2, 1, LT_FLOAT32, 1.0), *g1 = filled(s2, 1, LT_FLOAT32, 1.0);
+  lt_tensor *p2 = filled(s3, 1, LT_FLOAT32, 1.0), *g2 = filled(s3, 1, LT_FLOAT32, 1.0);
+  lt_tensor *m1 = filled(s2, 1, LT_FLOAT32, 0.0), *v1 = filled(s2, 1, LT_FLOAT32, 0.0);
+  lt_tensor *m2 = filled(s2, 1, LT_FLOAT32, 0.0), *v2 = filled(s3, 1, LT_FLOAT32, 0.0);
+  lt_sgd_call sc[2] = {{1, &p1, &g1, NULL, NULL, {.lr = 0.5}},
+                       {1, &p2, &g2, NULL, NULL, {.lr = -1.0}}};
+  CHECK(lt_sgd_step_calls_("SGD", 2, sc) == LT_ERR_ARG);
+  CHECK_EQ_STR(lt_last_error(), "SGD: invalid learning rate: -1");
+  CHECK(((float *)lt_data(p1))[0] == 1.0f);
+  sc[1].options.lr = 0.25;
+  CHECK(lt_sgd_step_calls_("SGD", 2, sc) == LT_OK);
+  CHECK(((float *)lt_data(p1))[0] == 0.5f && ((float *)lt_data(p2))[2] == 0.75f);
+  const int64_t steps[1] = {1};
+  lt_adam_options ao = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+  lt_adam_call ac[2] = {{1, &p1, &g1, &m1, &v1, NULL, steps, ao}, {1, &p2, &g2, &m2, &v2, NULL, steps, ao}};
+  CHECK(lt_adam_step_calls_(NULL, 2, ac) == LT_ERR_SHAPE);
+  CHECK_EQ_STR(lt_last_error(),
+               "Adam: parameter 1: exp_avg has shape [2] but the parameter has shape [3]");
+  CHECK(((float *)lt_data(p1))[0] == 0.5f && ((float *)lt_data(m1))[0] == 0.0f);
+  CHECK(lt_sgd_step_calls_("SGD", 0, sc) == LT_ERR_ARG);
+  lt_tensor *ts[] = {p1, g1, p2, g2, m1, v1, m2, v2};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) lt_tensor_release(ts[i]);
+}
+
 static void test_unscale_many(void) {
   int64_t s3[] = {3}, s1[] = {1};
   lt_tensor *a = filled(s3, 1, LT_FLOAT32, 8.0), *b = filled(s3, 1, LT_BFLOAT16, 4.0);
@@ -236,6 +264,7 @@ int main(void) {
   test_adam_float64();
   test_many_equal_single();
   test_many_refusals();
+  test_calls_all_or_nothing();
   test_unscale_many();
   return check_summary("test_optim");
 }

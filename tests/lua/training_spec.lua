@@ -144,13 +144,13 @@ describe("learning-rate schedulers' load_state_dict", function()
       {{last_epoch = 1, base_lrs = {"x"}}, "base_lrs%[1%] must be a number, got x"},
       {{last_epoch = 1, base_lrs = {0.1}, optimizer = 5}, "unknown key 'optimizer'"},
       {{last_epoch = 1, base_lrs = {0.1}, T_max = 0}, "invalid T_max: 0 %(a positive number%)"},
-      {5, "expected a table, got number"},
+      {5, "expected a table %(from state_dict%(%)%), got number"},
     }
     for _, case in ipairs(bad) do
       local s, opt = sched()
       local ok, err = pcall(s.load_state_dict, s, case[1])
       assert.is_false(ok)
-      assert.matches("CosineAnnealingLR:load_state_dict: " .. case[2], err)
+      assert.matches("CosineAnnealingLR: load_state_dict: " .. case[2], err)
       assert.equal(0, s.last_epoch)
       assert.equal(4, s.T_max)
       assert.equal(0.1, opt.param_groups[1].lr)

@@ -44,13 +44,21 @@ void lt_safetensors_free(lt_safetensors *st);
  * data contiguous in that order, header padded with spaces to a multiple of 8
  * (as the reference implementation writes it). Tensors on other devices are
  * copied to the CPU, views written as contiguous data in their own dtype.
- * Atomic: the bytes go to "<path>.tmp.<pid>", are fsync'ed, and the file is
- * renamed over path only when everything succeeded, so path holds either its
- * old contents or the complete new file. Names must be unique, non-empty and
- * not "__metadata__"; metadata keys unique. */
+ * Atomic: the bytes go to a temporary in path's directory, are fsync'ed, and
+ * the file is renamed over path only when everything succeeded, so path holds
+ * either its old contents or the complete new file. The temporary has no name
+ * where Linux's O_TMPFILE works (a killed save leaves nothing); elsewhere it is
+ * "<path>.tmp.<pid>", and a save removes those of processes that are gone.
+ * Names must be unique, non-empty and not "__metadata__"; metadata keys
+ * unique. */
 lt_status lt_safetensors_save(const char *path, const char *const *names,
                               lt_tensor *const *tensors, int count,
                               const char *const *meta_keys, const char *const *meta_values,
                               int nmeta);
+
+/* Replaces path with the n bytes of data as lt_safetensors_save replaces a
+ * file: complete or not at all, no temporary left by a killed process. who
+ * names the op in messages. */
+lt_status lt_write_file_atomically(const char *who, const char *path, const void *data, size_t n);
 
 #endif

@@ -67,6 +67,29 @@ lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *para
                              lt_tensor *const *exp_avg_sqs, lt_tensor *const *max_exp_avg_sqs,
                              const int64_t *steps, const lt_adam_options *o);
 
+/* A whole optimizer step over several lists (one per parameter group and
+ * device, each with its own options): every list is checked and its
+ * temporaries made before the first kernel runs, so an error (a bad option,
+ * out of memory) in any list leaves every tensor of every list unchanged.
+ * Messages count parameters within their list. */
+typedef struct lt_sgd_call {
+  int64_t n;
+  lt_tensor *const *params, *const *grads, *const *momentum_buffers;
+  const bool *init_buffers;
+  lt_sgd_options options;
+} lt_sgd_call;
+
+typedef struct lt_adam_call {
+  int64_t n;
+  lt_tensor *const *params, *const *grads, *const *exp_avgs, *const *exp_avg_sqs,
+      *const *max_exp_avg_sqs;
+  const int64_t *steps;
+  lt_adam_options options;
+} lt_adam_call;
+
+lt_status lt_sgd_step_calls_(const char *name, int64_t ncalls, const lt_sgd_call *calls);
+lt_status lt_adam_step_calls_(const char *name, int64_t ncalls, const lt_adam_call *calls);
+
 /* GradScaler's unscale: grads[i] *= inv_scale in place (a float32 value;
  * float for float32/float16/bfloat16 gradients, double for float64, as
  * mul_), and found_inf (a one-element float32 tensor on the gradients'
@@ -77,5 +100,16 @@ lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *para
  * torch._amp_foreach_non_finite_check_and_unscale_. */
 lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *found_inf,
                                float inv_scale);
+
+/* The unscale of several lists (one per device, each with its found_inf):
+ * all are checked and prepared before any gradient is written, so an error
+ * leaves every gradient and flag as it was. */
+typedef struct lt_unscale_call {
+  int64_t n;
+  lt_tensor *const *grads;
+  lt_tensor *found_inf;
+} lt_unscale_call;
+
+lt_status lt_amp_unscale_calls_(int64_t ncalls, const lt_unscale_call *calls, float inv_scale);
 
 #endif

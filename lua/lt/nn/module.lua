@@ -15,6 +15,7 @@ local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
 local methods = require "lt.methods"
+local not_applied = require "lt.not_applied"
 
 local is_tensor = core.is_tensor
 local set_category = core.memory.set_category
@@ -427,7 +428,10 @@ end
 -- value (its handle takes the converted tensor, as PyTorch's param.data =),
 -- keeping requires_grad, the parameter mark and its gradient (converted), so
 -- that an optimizer made before to("cuda") still steps the model's
--- parameters. Buffers are replaced in their slots.
+-- parameters. Buffers are replaced in their slots. Everything is converted
+-- before anything is swapped in: a conversion that fails (out of memory on
+-- the target device) leaves the whole module as it was, at the price of
+-- holding both copies until the swap.
 function Module:to(a, b)
   local dtype, device = parse_to_args(a, b)
   dtype = DTYPE_ALIASES[dtype] or dtype
@@ -435,34 +439,51 @@ function Module:to(a, b)
     raise("to: modules convert only to floating dtypes (float32, float64, float16, bfloat16), got "
       .. tostring(dtype))
   end
-  local done = {}
-  for _, m in ipairs(self:modules()) do
-    local params = m._parameters
-    for _, name in ipairs(params.names) do
-      local p = params.values[name]
-      if p ~= nil then
-        if done[p] == nil then
+  local done, params, made = {}, {}, {}
+  local function converted(t)
+    local new = convert(t, dtype, device)
+    if not rawequal(new, t) then made[#made + 1] = new end
+    return new
+  end
+  local modules = self:modules()
+  local ok, err = pcall(function()
+    for _, m in ipairs(modules) do
+      local values = m._parameters.values
+      for _, name in ipairs(m._parameters.names) do
+        local p = values[name]
+        if p ~= nil and done[p] == nil then
           local data = p:detach()
-          local converted = convert(data, dtype, device)
-          if not rawequal(converted, data) then
-            local grad, requires_grad = p.grad, p.requires_grad
-            set_data(p, converted)
-            p:requires_grad_(requires_grad)
-            set_category(p, "parameter")
-            if grad ~= nil then p.grad = convert(grad, dtype, device) end
+          local new = converted(data)
+          if not rawequal(new, data) then
+            local grad = p.grad
+            params[#params + 1] = { p, new, grad ~= nil and converted(grad) or nil }
           end
           done[p] = p
         end
       end
-    end
-    local buffers = m._buffers
-    for _, name in ipairs(buffers.names) do
-      local t = buffers.values[name]
-      if t ~= nil then
-        local new = done[t] or convert(t, dtype, device)
-        done[t] = new
-        buffers.values[name] = new
+      for _, name in ipairs(m._buffers.names) do
+        local t = m._buffers.values[name]
+        if t ~= nil and done[t] == nil then done[t] = converted(t) end
       end
+    end
+  end)
+  if not ok then
+    for _, t in ipairs(made) do t:free() end
+    raise(not_applied("to", err, "the module was not changed"))
+  end
+  for _, entry in ipairs(params) do
+    local p, new, grad = entry[1], entry[2], entry[3]
+    local requires_grad = p.requires_grad
+    set_data(p, new)
+    p:requires_grad_(requires_grad)
+    set_category(p, "parameter")
+    if grad ~= nil then p.grad = grad end
+  end
+  for _, m in ipairs(modules) do
+    local values = m._buffers.values
+    for _, name in ipairs(m._buffers.names) do
+      local t = values[name]
+      if t ~= nil then values[name] = done[t] end
     end
   end
   return self
@@ -520,11 +541,31 @@ function Module:load_state_dict(sd, opts)
   if strict and #unexpected > 0 then parts[#parts + 1] = "unexpected keys: " .. table.concat(unexpected, ", ") end
   for _, p in ipairs(problems) do parts[#parts + 1] = p end
   if #parts > 0 then raise("load_state_dict: " .. table.concat(parts, "; ")) end
-  for _, pair in ipairs(own) do
-    local v = sd[pair[1]]
+  -- A value of another dtype or device is converted before the first copy,
+  -- so that what can fail (allocating the converted copies) fails with the
+  -- module unchanged; a copy between tensors of one dtype and device
+  -- allocates nothing.
+  local sources, made = {}, {}
+  local ok, err = pcall(function()
+    for i, pair in ipairs(own) do
+      local v, t = sd[pair[1]], pair[2]
+      if v ~= nil then
+        local src = v
+        if src.device ~= t.device then src = src:to(t.device) end
+        if src.dtype ~= t.dtype then src = src:to(t.dtype) end
+        if not rawequal(src, v) then made[#made + 1] = src end
+        sources[i] = src
+      end
+    end
+  end)
+  if not ok then
+    for _, t in ipairs(made) do t:free() end
+    raise(not_applied("load_state_dict", err, "nothing was loaded"))
+  end
+  for i, pair in ipairs(own) do
     -- detach: an in-place write into a leaf that requires grad must not be
     -- recorded (PyTorch copies under no_grad).
-    if v ~= nil then pair[2]:detach():copy_(v) end
+    if sources[i] ~= nil then pair[2]:detach():copy_(sources[i]) end
   end
   return { missing_keys = missing, unexpected_keys = unexpected }
 end

@@ -9,6 +9,7 @@
 local core = require "lt.core"
 local options = require "lt.nn.options"
 local raise = require "lt.user_error"
+local not_applied = require "lt.not_applied"
 
 local utils = {}
 
@@ -81,7 +82,7 @@ function utils.clip_grad_norm_(parameters, max_norm, opts)
   end
   local grads = gradients(name, parameters)
   if #grads == 0 then return core.tensor(0.0) end
-  return core.no_grad(function()
+  local ok, result = pcall(core.no_grad, function()
     local device = grads[1].device
     local total
     for _, g in ipairs(grads) do
@@ -106,9 +107,19 @@ function utils.clip_grad_norm_(parameters, max_norm, opts)
       end
     end
     local coef = (max_norm / (total + 1e-6)):clamp(nil, 1.0)
-    for _, g in ipairs(grads) do g:mul_(g.device == device and coef or coef:to(g.device)) end
+    -- The coefficient on every gradient's device before the first gradient
+    -- is scaled: what can fail (allocations) comes before any write, and
+    -- mul_ by a 0-dim tensor allocates nothing, so no failure leaves some
+    -- gradients scaled and others not.
+    local coefs = { [device] = coef }
+    for _, g in ipairs(grads) do
+      if coefs[g.device] == nil then coefs[g.device] = coef:to(g.device) end
+    end
+    for _, g in ipairs(grads) do g:mul_(coefs[g.device]) end
     return total
   end)
+  if not ok then raise(not_applied(name, result, "no gradient was scaled")) end
+  return result
 end
 
 --- Clamps every gradient to [-clip_value, clip_value] in place.
@@ -116,6 +127,7 @@ function utils.clip_grad_value_(parameters, clip_value)
   local name = "clip_grad_value_"
   clip_value = finite_number(name, "clip_value", clip_value)
   local grads = gradients(name, parameters)
+  -- clamp_ with numbers allocates nothing: it cannot fail halfway.
   core.no_grad(function()
     for _, g in ipairs(grads) do g:clamp_(-clip_value, clip_value) end
   end)

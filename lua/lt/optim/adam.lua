@@ -6,7 +6,7 @@
 local core = require "lt.core"
 local Optimizer = require "lt.optim.optimizer"
 
-local adam_many = core._optim.adam_many
+local adam_calls = core._optim.adam_calls
 
 local function define(name, weight_decay, decoupled)
   local cls = Optimizer:extend(name, {
@@ -49,37 +49,54 @@ local function check(self, group)
   end
 end
 
--- One step of params (all with a gradient, on one device) in one engine
--- call; each parameter keeps its own step count (one that got no gradient
--- in some step is behind the others).
-local function update_many(self, params, group)
-  local state, amsgrad = self.state, group.amsgrad
-  local ms, vs, vmaxs, steps = {}, {}, amsgrad and {} or nil, {}
-  for i, p in ipairs(params) do
-    local s = state[p]
-    local m, v = s.exp_avg, s.exp_avg_sq
-    if m == nil then
-      m = Optimizer.new_buffer(p)
-      v = Optimizer.new_buffer(p)
-      s.exp_avg, s.exp_avg_sq = m, v
-    end
-    if amsgrad then
-      local vmax = s.max_exp_avg_sq
-      if vmax == nil then
-        vmax = Optimizer.new_buffer(p)
-        s.max_exp_avg_sq = vmax
-      end
-      vmaxs[i] = vmax
-    end
-    ms[i], vs[i], steps[i] = m, v, s.step + 1
+-- A buffer of state s (nil before the first step), or a new zero-filled one
+-- appended to made.
+local function buffer(s, key, p, made)
+  local t = s and s[key]
+  if t == nil then
+    t = Optimizer.new_buffer(p)
+    made[#made + 1] = t
   end
-  local betas = group.betas
-  adam_many(self.name, params, true, ms, vs, vmaxs, steps, group.lr, betas[1], betas[2], group.eps,
-    group.weight_decay, amsgrad, self.decoupled, group.maximize)
-  for i, p in ipairs(params) do state[p].step = steps[i] end
+  return t
 end
 
-Adam.check, Adam.update_many = check, update_many
-AdamW.check, AdamW.update_many = check, update_many
+-- The call for params (all with a gradient, on one device); each parameter
+-- keeps its own step count (one that got no gradient in some step is behind
+-- the others).
+local function prepare(self, params, group, made)
+  local state, amsgrad = self.state, group.amsgrad
+  local ms, vs, vmaxs, steps = {}, {}, amsgrad and {} or false, {}
+  for i, p in ipairs(params) do
+    local s = state[p]
+    ms[i] = buffer(s, "exp_avg", p, made)
+    vs[i] = buffer(s, "exp_avg_sq", p, made)
+    if amsgrad then vmaxs[i] = buffer(s, "max_exp_avg_sq", p, made) end
+    steps[i] = (s and s.step or 0) + 1
+  end
+  local betas = group.betas
+  return { params, ms, vs, vmaxs, steps, group.lr, betas[1], betas[2], group.eps, group.weight_decay, amsgrad,
+    self.decoupled, group.maximize }
+end
+
+local function run(self, calls)
+  adam_calls(self.name, calls)
+end
+
+local function commit(self, call)
+  local state, ms, vs, vmaxs, steps = self.state, call[2], call[3], call[4], call[5]
+  for i, p in ipairs(call[1]) do
+    local s = state[p]
+    if s == nil then
+      s = {}
+      state[p] = s
+    end
+    s.exp_avg, s.exp_avg_sq, s.step = ms[i], vs[i], steps[i]
+    if vmaxs then s.max_exp_avg_sq = vmaxs[i] end
+  end
+end
+
+for _, cls in ipairs { Adam, AdamW } do
+  cls.check, cls.prepare, cls.run, cls.commit = check, prepare, run, commit
+end
 
 return { Adam = Adam, AdamW = AdamW }

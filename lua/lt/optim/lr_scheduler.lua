@@ -52,19 +52,33 @@ function Scheduler.new(cls, opt, opts)
   return self
 end
 
-function Scheduler:apply()
+-- The rates of epoch for every group, computed by sched (self, or a
+-- candidate with loaded values) before any group is changed.
+local function rates(sched, epoch)
   local lrs = {}
-  for i, group in ipairs(self.optimizer.param_groups) do
-    local lr = self:closed_form(self.base_lrs[i], self.last_epoch)
-    group.lr = lr
-    lrs[i] = lr
+  for i in ipairs(sched.optimizer.param_groups) do
+    local base = sched.base_lrs[i]
+    if type(base) ~= "number" then
+      raise(string.format("%s: parameter group %d has no base learning rate (added after the scheduler was made?)",
+        sched.name, i))
+    end
+    lrs[i] = sched:closed_form(base, epoch)
   end
+  return lrs
+end
+
+-- Sets the rates of the epoch now (all computed first: a failure changes no group).
+function Scheduler:apply()
+  local lrs = rates(self, self.last_epoch)
+  for i, group in ipairs(self.optimizer.param_groups) do group.lr = lrs[i] end
   self.last_lr = lrs
 end
 
 function Scheduler:step()
+  local lrs = rates(self, self.last_epoch + 1)
   self.last_epoch = self.last_epoch + 1
-  self:apply()
+  for i, group in ipairs(self.optimizer.param_groups) do group.lr = lrs[i] end
+  self.last_lr = lrs
 end
 
 function Scheduler:get_last_lr()
@@ -77,48 +91,51 @@ function Scheduler:state_dict()
   return sd
 end
 
--- Restores a state_dict, checked whole before anything changes. PyTorch's
--- rule restores the schedule's options too; with {keep_options = true} this
--- schedule's own options stay, so that a resumed run asking for a longer
--- schedule (T_max of the new run) continues on it from the saved epoch
--- instead of the finished old one (whose last rate may be 0). Returns the
--- saved options that differ from the ones in force, name -> saved value.
+-- Restores a state_dict, checked whole on a candidate before anything is
+-- taken: a bad state dict changes nothing. PyTorch's rule restores the
+-- schedule's options too; with {keep_options = true} this schedule's own
+-- options stay, so that a resumed run asking for a longer schedule (T_max of
+-- the new run) continues on it from the saved epoch instead of the finished
+-- old one (whose last rate may be 0). Returns the saved options that differ
+-- from the ones in force, name -> saved value.
 function Scheduler:load_state_dict(sd, opts)
-  local name = getmetatable(self).name
-  if type(sd) ~= "table" then raise(string.format("%s:load_state_dict: expected a table, got %s", name, type(sd))) end
+  local name = self.name .. ": load_state_dict"
+  if type(sd) ~= "table" then raise(string.format("%s: expected a table (from state_dict()), got %s", name, type(sd))) end
   local keep = opts and opts.keep_options
-  if math.type(sd.last_epoch) ~= "integer" or sd.last_epoch < 0 then
-    raise(string.format("%s:load_state_dict: last_epoch must be a non-negative integer, got %s", name,
-      tostring(sd.last_epoch)))
-  end
-  local groups = #self.optimizer.param_groups
-  if type(sd.base_lrs) ~= "table" or #sd.base_lrs ~= groups then
-    raise(string.format("%s:load_state_dict: base_lrs must list %d rate%s, one per parameter group", name,
-      groups, groups == 1 and "" or "s"))
-  end
-  for i = 1, groups do
-    if type(sd.base_lrs[i]) ~= "number" then
-      raise(string.format("%s:load_state_dict: base_lrs[%d] must be a number, got %s", name, i,
-        tostring(sd.base_lrs[i])))
-    end
-  end
+  local candidate = setmetatable({}, { __index = self })
   local differ = {}
   for key, value in pairs(sd) do
     local spec = self.options[key]
-    if key ~= "last_epoch" and key ~= "base_lrs" then
-      if spec == nil then raise(string.format("%s:load_state_dict: unknown key '%s'", name, tostring(key))) end
-      if type(value) ~= "number" or (spec.check and not spec.check(value)) then
-        raise(string.format("%s:load_state_dict: invalid %s: %s (%s)", name, key, tostring(value), spec.expected))
+    if key == "last_epoch" then
+      if math.type(value) ~= "integer" or value < 0 then
+        raise(string.format("%s: last_epoch must be a non-negative integer, got %s", name, tostring(value)))
       end
+    elseif key == "base_lrs" then
+      local groups = #self.optimizer.param_groups
+      if type(value) ~= "table" or #value ~= groups then
+        raise(string.format("%s: base_lrs must list %d rate%s, one per parameter group", name, groups,
+          groups == 1 and "" or "s"))
+      end
+      for i = 1, groups do
+        if type(value[i]) ~= "number" then
+          raise(string.format("%s: base_lrs[%d] must be a number, got %s", name, i, tostring(value[i])))
+        end
+      end
+      value = table.move(value, 1, groups, 1, {})
+    elseif spec == nil then
+      raise(string.format("%s: unknown key '%s'", name, tostring(key)))
+    elseif type(value) ~= "number" or (spec.check and not spec.check(value)) then
+      raise(string.format("%s: invalid %s: %s (%s)", name, key, tostring(value), spec.expected))
+    else
       if value ~= self[key] then differ[key] = value end
+      if keep then value = self[key] end
     end
+    candidate[key] = value
   end
-  self.last_epoch = sd.last_epoch
-  self.base_lrs = table.move(sd.base_lrs, 1, groups, 1, {})
-  if not keep then
-    for key, value in pairs(differ) do self[key] = value end
-  end
-  self:apply()
+  local lrs = rates(candidate, candidate.last_epoch)
+  for key, value in pairs(candidate) do self[key] = value end
+  for i, group in ipairs(self.optimizer.param_groups) do group.lr = lrs[i] end
+  self.last_lr = lrs
   return differ
 end
 

@@ -1,14 +1,17 @@
 -- The optimizer base: parameter groups, lazily allocated state, zero_grad,
 -- state_dict/load_state_dict and state_bytes. A concrete optimizer (sgd.lua,
 -- adam.lua) supplies its defaults, its option checks, the names of its state
--- buffers and update_many, the update of a list of parameters on one device
--- (one multi-tensor kernel call of lt.core._optim), or update, the update
--- of one parameter.
+-- buffers and the three parts of a step (see Optimizer:step): prepare(params,
+-- group, made), the engine call's arguments for a list of parameters on one
+-- device (any new state buffer appended to made, nothing stored yet);
+-- run(calls), one engine call for all the lists, which changes nothing when
+-- it fails; commit(call), which stores the new buffers and step counts.
 local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
 local by_device = require "lt.by_device"
 local methods = require "lt.methods"
+local not_applied = require "lt.not_applied"
 
 local set_category = core.memory.set_category
 local is_tensor = core.is_tensor
@@ -133,15 +136,13 @@ function Optimizer:num_params()
 end
 
 -- The parameters of group that have a gradient, as lists by device (one
--- engine call takes one device) in the order the devices first appear, each
--- with its state (created on its first step).
-local function with_grads(state, group)
+-- engine call takes one device) in the order the devices first appear.
+local function with_grads(group)
   local set = nil
   for _, p in ipairs(group.params) do
     -- has_grad, not p.grad: reading p.grad here would make a Lua handle that
     -- keeps the gradient alive after zero_grad.
     if has_grad(p) then
-      if state[p] == nil then state[p] = { step = 0 } end
       set = set or by_device.new()
       by_device.add(set, p)
     end
@@ -150,36 +151,40 @@ local function with_grads(state, group)
   return set.lists, set.order
 end
 
-local function step_groups(self)
-  local state = self.state
+-- A step either completes or changes nothing: every list's state buffers
+-- are made first, then one engine call checks and prepares every list
+-- before its first write, and only then is the state updated (Lua work that
+-- cannot fail on tensor memory).
+local function step_groups(self, made)
+  local calls = {}
   for _, group in ipairs(self.param_groups) do
-    local lists, order = with_grads(state, group)
+    local lists, order = with_grads(group)
     if lists ~= nil then
-      for _, device in ipairs(order) do
-        local params = lists[device]
-        if self.update_many then
-          self:update_many(params, group)
-        else
-          -- `true` asks the kernel to read p's gradient in C (see with_grads).
-          for _, p in ipairs(params) do self:update(p, true, state[p], group) end
-        end
-      end
+      for _, device in ipairs(order) do calls[#calls + 1] = self:prepare(lists[device], group, made) end
     end
   end
+  if #calls == 0 then return end
+  self:run(calls)
+  made.applied = true -- from here the new buffers are the state's
+  for _, call in ipairs(calls) do self:commit(call) end
 end
 
 -- The update: for each parameter with a gradient, its state (allocated on
--- its first step) and the class's fused step, one call per group and device. closure, if given, is called
--- first (it recomputes the loss) and its result returned. A kernel's error
--- (a learning rate made negative since construction) is raised again at the
--- script's line, without the library position luaL_error put in front.
+-- its first step) and the class's fused step, one engine call for the whole
+-- step. closure, if given, is called first (it recomputes the loss) and its
+-- result returned. A failed step (out of memory, a learning rate made
+-- negative since construction) leaves every parameter and every state as it
+-- was, frees the buffers it made, and is raised again at the script's line.
 function Optimizer:step(closure)
   local loss
   if closure then loss = closure() end
-  local ok, err = pcall(step_groups, self)
+  local made = {}
+  local ok, err = pcall(step_groups, self, made)
   if not ok then
-    local message = tostring(err)
-    raise(message:match("^[^\n]-/lt/optim/[^:]+:%d+: (.*)$") or message)
+    if not made.applied then
+      for _, t in ipairs(made) do t:free() end
+    end
+    raise(not_applied(self.name .. ": step", err, "the step was not applied (no parameter or state changed)"))
   end
   return loss
 end
@@ -267,6 +272,9 @@ function Optimizer:load_state_dict(sd)
   local params = {}
   for gi, group in ipairs(self.param_groups) do
     local loaded = sd.param_groups[gi]
+    if type(loaded) ~= "table" then
+      raise(string.format("%s: parameter group %d must be a table, got %s", name, gi, type(loaded)))
+    end
     local n = type(loaded.params) == "table" and #loaded.params or 0
     if n ~= #group.params then
       raise(string.format("%s: parameter group %d has %d parameters in the state dict, %d in the optimizer",
@@ -281,6 +289,9 @@ function Optimizer:load_state_dict(sd)
     if p == nil then
       raise(string.format("%s: state for parameter %s, but the optimizer has %d parameters", name,
         tostring(index), #params))
+    end
+    if type(s) ~= "table" then
+      raise(string.format("%s: the state of parameter %d must be a table, got %s", name, index, type(s)))
     end
     for key, value in pairs(s) do
       if key == "step" then
@@ -297,23 +308,50 @@ function Optimizer:load_state_dict(sd)
       end
     end
   end
+  -- The loaded groups, checked as add_param_group checks a group.
+  local groups = {}
   for gi, group in ipairs(self.param_groups) do
+    local g = {}
+    for key, value in pairs(group) do g[key] = value end
     for key, value in pairs(sd.param_groups[gi]) do
       if key ~= "params" then
-        group[key] = type(value) == "table" and table.move(value, 1, #value, 1, {}) or value
+        g[key] = type(value) == "table" and table.move(value, 1, #value, 1, {}) or value
       end
     end
+    local ok, err = true, nil
+    if self.check then ok, err = pcall(self.check, self, g) end
+    if not ok then
+      local message = tostring(err):gsub("^[^\n:]*:%d+: ", "")
+      if message:sub(1, #self.name + 2) == self.name .. ": " then message = message:sub(#self.name + 3) end
+      raise(string.format("%s: parameter group %d: %s", name, gi, message))
+    end
+    groups[gi] = g
   end
   -- Buffers are copied into fresh optimizer storage of the parameter's dtype
-  -- and device, as PyTorch casts loaded state to its parameter.
-  local state = {}
-  for index, s in pairs(sd.state) do
-    local p = params[index]
-    local copy = { step = s.step or 0 }
-    for _, key in ipairs(self.state_tensors) do
-      if s[key] ~= nil then copy[key] = Optimizer.new_buffer(p, false):copy_(s[key]) end
+  -- and device, as PyTorch casts loaded state to its parameter. All are made
+  -- before the optimizer takes the groups and the state: a failure (out of
+  -- memory) leaves it as it was.
+  local state, made = {}, {}
+  local ok, err = pcall(function()
+    for index, s in pairs(sd.state) do
+      local p = params[index]
+      local copy = { step = s.step or 0 }
+      for _, key in ipairs(self.state_tensors) do
+        if s[key] ~= nil then
+          local buf = Optimizer.new_buffer(p, false)
+          made[#made + 1] = buf
+          copy[key] = buf:copy_(s[key])
+        end
+      end
+      state[p] = copy
     end
-    state[p] = copy
+  end)
+  if not ok then
+    for _, t in ipairs(made) do t:free() end
+    raise(not_applied(name, err, "nothing was loaded"))
+  end
+  for gi, group in ipairs(self.param_groups) do
+    for key, value in pairs(groups[gi]) do group[key] = value end
   end
   self.state = state
 end

@@ -5,7 +5,7 @@
 local core = require "lt.core"
 local Optimizer = require "lt.optim.optimizer"
 
-local sgd_many = core._optim.sgd_many
+local sgd_calls = core._optim.sgd_calls
 
 local SGD = Optimizer:extend("SGD", {
   lr = Optimizer.required,
@@ -36,24 +36,41 @@ function SGD:check(group)
   end
 end
 
--- One step of params (all with a gradient, on one device) in one engine call.
-function SGD:update_many(params, group)
+-- The call for params (all with a gradient, on one device): PyTorch starts
+-- a momentum buffer at the first gradient, and the kernel writes it whole,
+-- so a new buffer is allocated uninitialised and kept only once written.
+function SGD:prepare(params, group, made)
   local state, momentum = self.state, group.momentum
-  local bufs, fresh
+  local bufs, fresh = false, false
   if momentum ~= 0 then
-    -- PyTorch starts a buffer at the first gradient: the kernel writes it
-    -- whole, so it is allocated uninitialised and kept only once written.
     bufs, fresh = {}, {}
     for i, p in ipairs(params) do
-      local buf = state[p].momentum_buffer
+      local s = state[p]
+      local buf = s and s.momentum_buffer
       fresh[i] = buf == nil
-      bufs[i] = buf or Optimizer.new_buffer(p, false)
+      if buf == nil then
+        buf = Optimizer.new_buffer(p, false)
+        made[#made + 1] = buf
+      end
+      bufs[i] = buf
     end
   end
-  sgd_many(self.name, params, true, bufs, fresh, group.lr, momentum, group.dampening, group.weight_decay,
-    group.nesterov, group.maximize)
-  for i, p in ipairs(params) do
+  return { params, bufs, fresh, group.lr, momentum, group.dampening, group.weight_decay, group.nesterov,
+    group.maximize }
+end
+
+function SGD:run(calls)
+  sgd_calls(self.name, calls)
+end
+
+function SGD:commit(call)
+  local state, bufs, fresh = self.state, call[2], call[3]
+  for i, p in ipairs(call[1]) do
     local s = state[p]
+    if s == nil then
+      s = { step = 0 }
+      state[p] = s
+    end
     if fresh and fresh[i] then s.momentum_buffer = bufs[i] end
     s.step = s.step + 1
   end
