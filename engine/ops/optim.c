@@ -75,6 +75,16 @@ static lt_status check_like_param(const char *name, const char *what, const lt_t
   return LT_OK;
 }
 
+/* The tensors of a single step, written (the first nwritten) or read: no
+ * written one may share memory with another operand. NULLs are skipped. */
+static lt_status check_step_operands(const char *name, const lt_tensor *const *ts,
+                                     const char *const *what, int n, int nwritten) {
+  for (int i = 0; i < nwritten; i++)
+    for (int j = 0; j < n; j++)
+      if (i != j && ts[i] && ts[j]) LT_TRY(ops_check_disjoint(name, ts[i], what[i], ts[j], what[j]));
+  return LT_OK;
+}
+
 static lt_status check_lr(const char *name, double lr) {
   if (!(lr >= 0.0)) return lt_error(LT_ERR_ARG, "%s: invalid learning rate: %g", name, lr);
   return LT_OK;
@@ -116,6 +126,9 @@ lt_status lt_sgd_step_(const char *name, lt_tensor *param, const lt_tensor *grad
   if (o->momentum == 0.0) momentum_buffer = NULL;
   if (momentum_buffer)
     LT_TRY(check_like_param(name, "the momentum buffer", param, momentum_buffer, true));
+  const lt_tensor *operands[] = {param, momentum_buffer, grad};
+  const char *const names[] = {"the parameter", "the momentum buffer", "the gradient"};
+  LT_TRY(check_step_operands(name, operands, names, 3, 2));
   const lt_optim_backend *be = NULL;
   LT_TRY(optim_backend(name, param->storage->device, &be));
   lt_tensor *g;
@@ -158,6 +171,10 @@ lt_status lt_adam_step_(const char *name, lt_tensor *param, const lt_tensor *gra
   } else {
     max_exp_avg_sq = NULL;
   }
+  const lt_tensor *operands[] = {param, exp_avg, exp_avg_sq, max_exp_avg_sq, grad};
+  const char *const names[] = {"the parameter", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
+                               "the gradient"};
+  LT_TRY(check_step_operands(name, operands, names, 5, 4));
   /* As torch.optim.Adam: Python floats (double) for the bias corrections. */
   lt_adam_scalars s;
   s.beta1 = o->beta1;
@@ -271,6 +288,34 @@ static lt_status check_disjoint(const char *name, const char *kind, written *lis
   return LT_OK;
 }
 
+/* The gradients are read while the list is written: none may share memory
+ * with a written tensor, or the kernel would read what it already updated
+ * (p.grad a view of another parameter). list is sorted and disjoint, as
+ * check_disjoint leaves it, so one binary search per gradient finds the only
+ * written range that could meet it. */
+static lt_status check_reads_disjoint(const char *name, const char *kind, const written *list,
+                                      int64_t count, lt_tensor *const *grads, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    if (lt_numel(grads[i]) == 0) continue;
+    const written g = written_of(grads[i], i, "its gradient");
+    int64_t a = 0, b = count; /* the first range not wholly before g */
+    while (a < b) {
+      const int64_t m = a + (b - a) / 2;
+      const written *w = &list[m];
+      const bool before = (uintptr_t)w->storage < (uintptr_t)g.storage ||
+                          (w->storage == g.storage && w->hi <= g.lo);
+      if (before) a = m + 1;
+      else b = m;
+    }
+    if (a < count && list[a].storage == g.storage && list[a].lo < g.hi) {
+      char x[WHO_BUF], y[WHO_BUF];
+      return lt_error(LT_ERR_ARG, "%s: %s and %s share memory", name,
+                      written_label(x, sizeof x, kind, &g), written_label(y, sizeof y, kind, &list[a]));
+    }
+  }
+  return LT_OK;
+}
+
 /* Contiguous forms of grads[0..n) (references; released by release_all). */
 static lt_status contiguous_all(lt_tensor *const *grads, int64_t n, lt_tensor **out) {
   for (int64_t i = 0; i < n; i++) {
@@ -344,6 +389,7 @@ static lt_status sgd_prepare(const char *name, const lt_sgd_call *c, prepared *o
       init[i] = momentum && c->init_buffers && c->init_buffers[i];
     }
     st = check_disjoint(name, "parameter", w, count);
+    if (st == LT_OK) st = check_reads_disjoint(name, "parameter", w, count, c->grads, n);
   }
   if (st == LT_OK) st = contiguous_all(c->grads, n, g);
   free(w);
@@ -408,6 +454,7 @@ static lt_status adam_prepare(const char *name, const lt_adam_call *c, prepared 
       s[i].maximize = o->maximize;
     }
     st = check_disjoint(name, "parameter", w, count);
+    if (st == LT_OK) st = check_reads_disjoint(name, "parameter", w, count, c->grads, n);
   }
   if (st == LT_OK) st = contiguous_all(c->grads, n, g);
   free(w);

@@ -2,7 +2,8 @@
  * reach some of them: t.grad refuses a mismatched gradient), a
  * non-contiguous gradient, the float64 path against a hand computation, and
  * the multi-tensor steps against the single ones (bit for bit), their
- * refusals (nothing written) and GradScaler's unscale_many. */
+ * refusals (nothing written), operands that share memory, and GradScaler's
+ * unscale_many. */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -258,8 +259,34 @@ static void test_unscale_many(void) {
   lt_tensor_release(f64);
 }
 
+/* A single step refuses operands that share memory with what it writes. */
+static void test_single_step_overlap(void) {
+  int64_t s4[] = {4};
+  lt_tensor *p = filled(s4, 1, LT_FLOAT32, 1.0), *m = filled(s4, 1, LT_FLOAT32, 0.0);
+  lt_sgd_options o = {.lr = 0.1, .momentum = 0.9};
+  CHECK(lt_sgd_step_("SGD", p, p, m, true, &o) == LT_ERR_ARG);
+  CHECK_EQ_STR(lt_last_error(), "SGD: unsupported operation: the parameter (written) and the gradient "
+                                "(read) share memory; clone one of them first");
+  CHECK(lt_sgd_step_("SGD", p, m, m, true, &o) == LT_ERR_ARG);
+  CHECK(strstr(lt_last_error(), "the momentum buffer (written) and the gradient (read) share memory") != NULL);
+  lt_tensor *a = filled(s4, 1, LT_FLOAT32, 0.0), *g = filled(s4, 1, LT_FLOAT32, 1.0);
+  lt_adam_options ao = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+  CHECK(lt_adam_step_("Adam", p, g, a, a, NULL, 1, &ao) == LT_ERR_ARG);
+  CHECK(strstr(lt_last_error(), "Adam: unsupported operation: exp_avg (written) and exp_avg_sq (read)") != NULL);
+  lt_tensor *first;
+  double v = 0;
+  CHECK(lt_select(p, 0, 0, &first) == LT_OK && lt_item(first, &v) == LT_OK);
+  CHECK(v == 1.0); /* nothing written */
+  lt_tensor_release(first);
+  lt_tensor_release(p);
+  lt_tensor_release(m);
+  lt_tensor_release(a);
+  lt_tensor_release(g);
+}
+
 int main(void) {
   test_sgd_validation();
+  test_single_step_overlap();
   test_sgd_transposed_grad();
   test_adam_float64();
   test_many_equal_single();

@@ -145,4 +145,26 @@ describe("in-place ops over overlapping memory", function()
     assert.matches("running_mean %(written%) and weight %(read%) share memory", err)
     assert.same({ 0, 0, 0 }, rm:totable())
   end)
+
+  it("optimizer steps refuse a gradient that shares memory with what they write", function()
+    for _, make in ipairs({
+      function(ps) return lt.optim.SGD(ps, { lr = 0.1 }) end,
+      function(ps) return lt.optim.SGD(ps, { lr = 0.1, momentum = 0.9 }) end,
+      function(ps) return lt.optim.Adam(ps, { lr = 0.1 }) end,
+    }) do
+      local p, q = lt.nn.Parameter(lt.randn(4)), lt.nn.Parameter(lt.randn(4))
+      p.grad = q:detach() -- a view of the other parameter
+      q.grad = lt.ones(4)
+      local opt = make({ p, q })
+      local before_p, before_q = p:clone(), q:clone()
+      local ok, err = pcall(opt.step, opt)
+      assert.is_false(ok)
+      assert.matches("parameter 1 %(its gradient%) and parameter 2 %(the parameter%) share memory", err)
+      assert_equal(p:detach(), before_p)
+      assert_equal(q:detach(), before_q)
+      p.grad = lt.ones(4) -- disjoint again: the step runs
+      opt:step()
+      assert.is_true((p - before_p):abs():max():item() > 0)
+    end
+  end)
 end)
