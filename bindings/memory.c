@@ -48,13 +48,11 @@ static int slot_of(lt_device dev) {
 #define MIB (KIB * KIB)
 
 static size_t next_threshold(lt_device dev) {
-  lt_memory_stats s;
-  lt_memory_get_stats(dev, &s);
-  size_t allocated = (size_t)s.allocated_bytes[LT_POOL_ALL].current;
-  size_t t = allocated / 8;
+  size_t t = lt_memory_allocated(dev) / 8;
   if (t < 256 * KIB) t = 256 * KIB;
   if (t > 64 * MIB) t = 64 * MIB;
-  if (s.limit > 0 && t > s.limit / 8) t = s.limit / 8;
+  const size_t limit = lt_get_limit(dev);
+  if (limit > 0 && t > limit / 8) t = limit / 8;
   return t;
 }
 
@@ -126,7 +124,14 @@ void ltb_charge(lua_State *L, const lt_tensor *t) {
   pressure *p = &pressures[slot_of(s->device)];
   p->debt += bytes;
   p->charged += bytes;
-  if (p->debt < p->threshold) return;
+  if (p->debt < p->threshold) {
+    /* The threshold follows what is allocated now, not at the last step:
+     * after a phase that held 256 MiB, dropped 1 MiB tensors would pile
+     * up to 32 MiB before the next one. */
+    const size_t now = next_threshold(s->device);
+    if (now < p->threshold) p->threshold = now;
+    if (p->debt < p->threshold) return;
+  }
   size_t kib = p->debt / KIB;
   p->debt = 0;
   size_t heap_kib = (size_t)lua_gc(L, LUA_GCCOUNT);
@@ -169,39 +174,40 @@ static void oom_hook(void *ud, lt_device dev, size_t nbytes) {
  * need it. The peak thus stays within PEAK_SLACK of the one reference
  * counting would give (a collection before every instruction), and in a
  * training loop the mark is crossed about once a step. A collection costs
- * time in proportion to the Lua heap, so it runs only when the tensors
- * charged since the last one are not small next to the heap; otherwise the
- * mark moves up and the debt rule goes on alone. */
+ * time in proportion to the Lua heap, so past PEAK_HEAP_FREE it runs only
+ * when the tensors charged since the last one are not small next to the
+ * heap; until then the mark moves up by what is missing. */
 #define PEAK_SLACK_DIV 100 /* 1% */
 #define PEAK_SLACK_MIN (64 * KIB)
+/* A heap up to this size is collected at every mark: a training script's is
+ * a few hundred KiB, whose full collection takes well under 0.1 ms. */
+#define PEAK_HEAP_FREE (4 * MIB)
 
 static size_t peak_mark(size_t live) {
   size_t slack = live / PEAK_SLACK_DIV;
   return live + (slack < PEAK_SLACK_MIN ? PEAK_SLACK_MIN : slack);
 }
 
-static size_t allocated_now(lt_device dev) {
-  lt_memory_stats s;
-  lt_memory_get_stats(dev, &s);
-  return (size_t)s.allocated_bytes[LT_POOL_ALL].current;
-}
-
 static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
   pressure *p = &pressures[slot_of(dev)];
   lua_State *L = ud;
-  const size_t need = nbytes + allocated_now(dev);
+  const size_t need = nbytes + lt_memory_allocated(dev);
   if (in_hook || L == NULL) {
     lt_alloc_set_collect_mark(dev, peak_mark(need));
     return;
   }
-  size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT) * KIB;
-  if (p->charged >= heap / 4) {
-    in_hook = true;
-    lua_gc(L, LUA_GCCOLLECT);
-    in_hook = false;
-    clear_debts();
+  const size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT) * KIB;
+  if (heap > PEAK_HEAP_FREE && p->charged < heap / 4) {
+    /* A large heap (a script keeping data in Lua tables) makes a collection
+     * dear: wait until the tensors made since the last one are worth it. */
+    lt_alloc_set_collect_mark(dev, need + (heap / 4 - p->charged));
+    return;
   }
-  const size_t live = allocated_now(dev) + nbytes;
+  in_hook = true;
+  lua_gc(L, LUA_GCCOLLECT);
+  in_hook = false;
+  clear_debts();
+  const size_t live = lt_memory_allocated(dev) + nbytes;
   if (live > p->live_max) p->live_max = live;
   lt_alloc_set_collect_mark(dev, peak_mark(p->live_max));
 }
@@ -210,6 +216,11 @@ static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
 static void restart_peak_marks(lt_device dev) {
   pressures[slot_of(dev)].live_max = 0;
   lt_alloc_set_collect_mark(dev, 1);
+}
+
+static void restart_all_peak_marks(void) {
+  restart_peak_marks(lt_cpu());
+  for (int i = 0; i < LT_MAX_DEVICES; i++) restart_peak_marks((lt_device){LT_DEVICE_CUDA, (signed char)i});
 }
 
 /* Closing the state must uninstall the hook: this sentinel's __gc runs last,
@@ -231,12 +242,12 @@ static void install_oom_hook(lua_State *L) {
   lua_pop(L, 1);
   hook_state = main;
   lt_alloc_set_oom_hook(oom_hook, main);
-  /* LT_PEAK_COLLECT=0 turns peak collections off: for the benchmark that
-   * measures what they cost (scripts/bench). */
+  /* LT_PEAK_COLLECT=0 turns peak collections off, as
+   * lt.memory._peak_collect(false) does: for the benchmarks that measure
+   * what they cost and save (scripts/bench). */
   const char *peak_env = getenv("LT_PEAK_COLLECT");
   if (!(peak_env && strcmp(peak_env, "0") == 0)) lt_alloc_set_peak_hook(peak_hook, main);
-  restart_peak_marks(lt_cpu());
-  for (int i = 0; i < LT_MAX_DEVICES; i++) restart_peak_marks((lt_device){LT_DEVICE_CUDA, (signed char)i});
+  restart_all_peak_marks();
   /* lt.core opened again in this state (package.loaded cleared, as busted
    * does between files): keep the one sentinel, or the old one's __gc would
    * uninstall the hook when it is collected. */
@@ -474,7 +485,19 @@ static int memory_gc(lua_State *L) {
   return 1;
 }
 
+/* lt.memory._peak_collect(on): peak collections on or off (benchmarks). */
+static int memory_peak_collect(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  lua_State *main = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  lt_alloc_set_peak_hook(lua_toboolean(L, 1) ? peak_hook : NULL, main);
+  restart_all_peak_marks();
+  return 0;
+}
+
 static const luaL_Reg memory_functions[] = {
+    {"_peak_collect", memory_peak_collect},
     {"allocated", memory_allocated},
     {"max_allocated", memory_max_allocated},
     {"reserved", memory_reserved},

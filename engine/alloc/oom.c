@@ -44,6 +44,11 @@ void lt_alloc_set_collect_mark(lt_device dev, size_t bytes) {
 void lt_alloc_before(lt_device_allocator *da, size_t nbytes) {
   /* A finalizer allocating inside a collection; a request that will fail. */
   if (running_hook || nbytes > LT_MAX_REQUEST) return;
+  pthread_mutex_lock(&hook_lock);
+  lt_oom_hook hook = peak_hook;
+  void *ud = peak_hook_ud;
+  pthread_mutex_unlock(&hook_lock);
+  if (!hook) return; /* the marks wait for a hook */
   pthread_mutex_lock(&da->lock);
   const size_t mark = da->collect_mark;
   const size_t after = (size_t)da->stats.allocated_bytes[LT_POOL_ALL].current + lt_round_size(nbytes);
@@ -54,11 +59,6 @@ void lt_alloc_before(lt_device_allocator *da, size_t nbytes) {
   }
   pthread_mutex_unlock(&da->lock);
   if (!run) return;
-  pthread_mutex_lock(&hook_lock);
-  lt_oom_hook hook = peak_hook;
-  void *ud = peak_hook_ud;
-  pthread_mutex_unlock(&hook_lock);
-  if (!hook) return;
   /* No lock held here: the hook's finalizers call lt_free. */
   running_hook = true;
   hook(ud, da->dev, nbytes);

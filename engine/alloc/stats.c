@@ -31,6 +31,15 @@ void lt_memory_get_stats(lt_device dev, lt_memory_stats *out) {
   pthread_mutex_unlock(&da->lock);
 }
 
+size_t lt_memory_allocated(lt_device dev) {
+  lt_device_allocator *da = lt_device_allocator_of(dev);
+  if (!da) return 0;
+  pthread_mutex_lock(&da->lock);
+  const int64_t n = da->stats.allocated_bytes[LT_POOL_ALL].current;
+  pthread_mutex_unlock(&da->lock);
+  return (size_t)n;
+}
+
 static void reset_peaks(lt_stat *stats, int n) {
   for (int i = 0; i < n; i++) stats[i].peak = stats[i].current;
 }

@@ -154,6 +154,8 @@ typedef struct lt_memory_stats {
 } lt_memory_stats;
 
 void lt_memory_get_stats(lt_device dev, lt_memory_stats *out);
+/* allocated_bytes' current value alone: cheap enough for every allocation. */
+size_t lt_memory_allocated(lt_device dev);
 /* Every peak becomes its current value. */
 void lt_memory_reset_peak(lt_device dev);
 

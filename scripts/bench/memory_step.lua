@@ -1,0 +1,23 @@
+-- lt's side of the peak-memory benchmark (scripts/bench/memory.sh): the peak
+-- allocated bytes of the second and third training steps of one of
+-- scripts/bench/steps.lua's models, everything included (model, data,
+-- gradients, optimizer state), on the CPU device, as written (no lt.del, no
+-- lt.gc()). Prints one line: model batch peak_mib
+--   lt scripts/bench/memory_step.lua mlp|cnn|block BATCH
+local lt = lt or require "lt"
+local id, batch = arg[1], tonumber(arg[2])
+lt.set_num_threads(1)
+lt.manual_seed(0)
+for _, s in ipairs(dofile("scripts/bench/steps.lua")) do
+  if s.id == id then
+    local before = lt.memory.allocated("cpu")
+    local step = s.make(batch)
+    step()
+    lt.memory.reset_peak("cpu")
+    step()
+    step()
+    print(("%s %d %.2f"):format(id, batch, (lt.memory.max_allocated("cpu") - before) / 2 ^ 20))
+    return
+  end
+end
+error("scripts/bench/memory_step.lua: unknown model '" .. tostring(id) .. "' (mlp, cnn or block)", 0)
