@@ -19,7 +19,8 @@ static int lt_set_num_threads_fn(lua_State *L) {
   lua_Integer n = ltb_check_integer(L, 1, "set_num_threads", "the number of threads");
   if (n < 1 || n > 4096)
     return luaL_error(L, "set_num_threads: expected a number of threads from 1 to 4096, got %I", n);
-  lt_set_num_threads((int)n);
+  lt_status st = lt_set_num_threads((int)n);
+  if (st != LT_OK) return ltb_raise(L, st);
   return 0;
 }
 

@@ -112,7 +112,15 @@ int lt_env_set_threads(lua_State *L, int threads) {
     return 0;
   }
   lua_pushinteger(L, threads);
-  return runner_report(L, runner_call(L, 1, 0)) == LUA_OK;
+  if (lua_pcall(L, 1, 0, 0) == LUA_OK) return 1;
+  /* As a bad --device: the option and the reason (the system cannot start that
+   * many threads), no traceback. */
+  const char *reason = lua_tostring(L, -1);
+  char msg[512];
+  snprintf(msg, sizeof msg, "--threads %d: %s", threads, reason != NULL ? reason : "error");
+  lua_pop(L, 1);
+  runner_message(msg);
+  return 0;
 }
 
 /* Whether lt.cuda.is_available() returns true; errors count as no. */

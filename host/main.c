@@ -108,7 +108,30 @@ static int protected_main(lua_State *L) {
   return 1;
 }
 
+/* libgomp reads OMP_WAIT_POLICY when it loads, before main. Its default
+ * spins after each parallel region, and on a loaded machine a spinning
+ * thread takes the core its partner needs: two threads ran 2-5x slower than
+ * one (scripts/bench/contention.sh). So unless the user chose (OMP_WAIT_POLICY
+ * or GOMP_SPINCOUNT), lt starts itself again with passive waiting, and then
+ * takes both variables out again so that the programs it runs inherit the
+ * user's environment. */
+#define REEXEC_MARK "LT_WAIT_POLICY_SET"
+static void choose_wait_policy(char **argv) {
+  if (getenv(REEXEC_MARK) != NULL) {
+    unsetenv(REEXEC_MARK);
+    unsetenv("OMP_WAIT_POLICY");
+    return;
+  }
+  if (getenv("OMP_WAIT_POLICY") != NULL || getenv("GOMP_SPINCOUNT") != NULL) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0 || setenv(REEXEC_MARK, "1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  /* No /proc: go on with libgomp's default. */
+  unsetenv(REEXEC_MARK);
+  unsetenv("OMP_WAIT_POLICY");
+}
+
 int main(int argc, char **argv) {
+  choose_wait_policy(argv);
   lt_options opts;
   if (!options_parse(argc, argv, &opts)) {
     options_free(&opts);

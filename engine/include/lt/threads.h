@@ -5,7 +5,14 @@
 
 #include <stdint.h>
 
-void lt_set_num_threads(int n);
+#include "lt/error.h"
+
+/* Starts the threads at once; when the system cannot start n (a limit on
+ * address space or processes) it fails with the count that can start, and
+ * the previous count stays. n below 1 means 1. */
+lt_status lt_set_num_threads(int n);
+/* The count set, or on first use OpenMP's default (OMP_NUM_THREADS, else the
+ * cores), lowered to what the system can start. */
 int lt_get_num_threads(void);
 
 /* Calls fn(ctx, begin, end) over [0, n) in chunks, in parallel when n is at
