@@ -305,9 +305,9 @@ lt_block *lt_try_fallback_locked(lt_device_allocator *da, size_t nbytes, lt_cate
   size_t rounded = lt_round_size(nbytes);
   int pool = lt_pool_for_size(rounded);
   size_t usual = lt_segment_size_for(rounded);
-  size_t size = lt_fallback_segment_size(rounded);
-  if (size >= usual) return NULL; /* the usual segment was already the smallest */
-  size_t room = room_below_limit(da);
+  const size_t least = lt_fallback_segment_size(rounded);
+  if (least >= usual) return NULL; /* the usual segment was already the smallest */
+  size_t size = least, room = room_below_limit(da);
   if (pool == LT_POOL_SMALL && room < usual) {
     /* With less than 2 MiB below the limit no large segment fits, so that
      * room can only ever serve small requests: take it whole, so that the
@@ -316,6 +316,7 @@ lt_block *lt_try_fallback_locked(lt_device_allocator *da, size_t nbytes, lt_cate
     if (whole > size) size = whole;
   }
   lt_block *b = new_segment(da, size, pool, stream);
+  if (!b && size > least) b = new_segment(da, least, pool, stream); /* the device's refusal */
   if (!b) return NULL;
   da->stats.num_segment_fallbacks++;
   take_block(da, b, rounded, nbytes, cat);

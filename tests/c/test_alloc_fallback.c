@@ -369,6 +369,24 @@ static void test_device_refusal(void) {
   lt_free(y.block);
   CHECK_EQ_INT(lt_empty_cache(dev), 20 * MiB);
   CHECK_EQ_INT(fd.used, 0);
+
+  /* Under a limit as well: the small fallback takes the 1 MiB the limit
+   * leaves; when the device cannot give that, the request's own size. */
+  fd.capacity = 20 * MiB + 4 * KiB;
+  lt_set_limit(dev, 21 * MiB);
+  big = must_alloc_on(dev, 16 * MiB, LT_CAT_OTHER);
+  a = must_alloc_on(dev, 4 * MiB, LT_CAT_OTHER); /* 20 MiB over the limit: 4 MiB */
+  lt_memory_stats before = stats_of(dev);
+  b = must_alloc_on(dev, KiB, LT_CAT_OTHER); /* 2 MiB over the limit, 1 MiB refused: 1 KiB */
+  s = stats_of(dev);
+  CHECK_EQ_INT(s.num_segment_fallbacks - before.num_segment_fallbacks, 1);
+  CHECK_EQ_INT(s.reserved_bytes[LT_POOL_SMALL].current, KiB);
+  CHECK_EQ_INT(fd.used, 20 * MiB + KiB);
+  lt_free(b.block);
+  lt_free(a.block);
+  lt_free(big.block);
+  lt_set_limit(dev, 0);
+  CHECK_EQ_INT(lt_empty_cache(dev), 20 * MiB + KiB);
   lt_alloc_set_backend(LT_DEVICE_CUDA, NULL);
 }
 
