@@ -378,6 +378,7 @@ static int memory_stats(lua_State *L) {
   set_int(L, "num_ooms", s.num_ooms);
   set_int(L, "num_collections", s.num_collections);
   set_int(L, "num_peak_collections", s.num_peak_collections);
+  set_int(L, "num_segment_fallbacks", s.num_segment_fallbacks);
   set_int(L, "num_device_allocs", s.num_device_allocs);
   set_int(L, "num_device_frees", s.num_device_frees);
   set_int(L, "limit", (int64_t)s.limit);

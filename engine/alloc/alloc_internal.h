@@ -108,6 +108,13 @@ lt_block *lt_try_alloc(lt_device_allocator *da, size_t nbytes, lt_category cat,
                        lt_stream_id stream);
 lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat,
                               lt_stream_id stream);
+/* The last resort before out of memory, right after a failed retry (the
+ * cache was just searched): a segment smaller than the usual one, of
+ * lt_fallback_segment_size bytes (small pool: up to what the limit leaves,
+ * below 2 MiB), counted in num_segment_fallbacks. NULL when it does not fit
+ * either, or when the usual segment was no larger. */
+lt_block *lt_try_fallback_locked(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                                 lt_stream_id stream);
 /* Puts a freed block (already out of the live list and the allocation
  * statistics) back into its pool, merged with free neighbours. */
 void lt_return_block_locked(lt_device_allocator *da, lt_block *b);
@@ -161,6 +168,14 @@ static inline int lt_pool_for_size(size_t rounded) {
 static inline size_t lt_segment_size_for(size_t rounded) {
   if (rounded <= LT_SMALL_SIZE) return LT_SMALL_BUFFER;
   if (rounded < LT_MIN_LARGE_ALLOC) return LT_LARGE_BUFFER;
+  return (rounded + LT_ROUND_LARGE - 1) / LT_ROUND_LARGE * LT_ROUND_LARGE;
+}
+/* The smallest segment that can serve a request (lt's fallback, where PyTorch
+ * would raise out of memory): the request itself, a large one rounded up to
+ * 2 MiB. An allocation fails only when, after the retry, no cached block
+ * fits and this much is not left below the limit (or the device refuses). */
+static inline size_t lt_fallback_segment_size(size_t rounded) {
+  if (rounded <= LT_SMALL_SIZE) return rounded;
   return (rounded + LT_ROUND_LARGE - 1) / LT_ROUND_LARGE * LT_ROUND_LARGE;
 }
 

@@ -162,15 +162,20 @@ static void remove_free_block(lt_device_allocator *da, lt_block *b) {
 
 /* ---- segments ---- */
 
-/* A fresh segment holding one free block (not yet in the pool), or NULL when
- * the limit or the device says no. */
-static lt_block *new_segment(lt_device_allocator *da, size_t rounded, int pool,
-                             lt_stream_id stream) {
-  size_t seg_size = lt_segment_size_for(rounded);
-  /* The limit caps reserved bytes, as PyTorch's per-process memory fraction. */
+/* Bytes the limit still allows to reserve (SIZE_MAX without a limit). */
+static size_t room_below_limit(const lt_device_allocator *da) {
   size_t limit = da->stats.limit;
   size_t reserved = (size_t)da->stats.reserved_bytes[LT_POOL_ALL].current;
-  if (limit && (reserved > limit || seg_size > limit - reserved)) return NULL;
+  if (!limit) return SIZE_MAX;
+  return reserved < limit ? limit - reserved : 0;
+}
+
+/* A fresh segment of seg_size bytes holding one free block (not yet in the
+ * pool), or NULL when the limit or the device says no. */
+static lt_block *new_segment(lt_device_allocator *da, size_t seg_size, int pool,
+                             lt_stream_id stream) {
+  /* The limit caps reserved bytes, as PyTorch's per-process memory fraction. */
+  if (seg_size > room_below_limit(da)) return NULL;
 
   lt_raw_allocator raw;
   if (!get_backend(da->dev, &raw)) return NULL;
@@ -289,8 +294,32 @@ lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_categor
   if (b)
     remove_free_block(da, b);
   else
-    b = new_segment(da, rounded, pool, stream);
+    b = new_segment(da, lt_segment_size_for(rounded), pool, stream);
   if (b) take_block(da, b, rounded, nbytes, cat);
+  return b;
+}
+
+lt_block *lt_try_fallback_locked(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                                 lt_stream_id stream) {
+  if (nbytes > LT_MAX_REQUEST) return NULL;
+  size_t rounded = lt_round_size(nbytes);
+  int pool = lt_pool_for_size(rounded);
+  size_t usual = lt_segment_size_for(rounded);
+  const size_t least = lt_fallback_segment_size(rounded);
+  if (least >= usual) return NULL; /* the usual segment was already the smallest */
+  size_t size = least, room = room_below_limit(da);
+  if (pool == LT_POOL_SMALL && room < usual) {
+    /* With less than 2 MiB below the limit no large segment fits, so that
+     * room can only ever serve small requests: take it whole, so that the
+     * next ones share this segment instead of each costing a device call. */
+    size_t whole = room / LT_MIN_BLOCK_SIZE * LT_MIN_BLOCK_SIZE;
+    if (whole > size) size = whole;
+  }
+  lt_block *b = new_segment(da, size, pool, stream);
+  if (!b && size > least) b = new_segment(da, least, pool, stream); /* the device's refusal */
+  if (!b) return NULL;
+  da->stats.num_segment_fallbacks++;
+  take_block(da, b, rounded, nbytes, cat);
   return b;
 }
 

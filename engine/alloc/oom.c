@@ -2,8 +2,10 @@
  * (DESIGN.md, Memory model §4): the out-of-memory hook (a full Lua collection,
  * whose finalizers give bytes back), the cache again, then every entirely free
  * segment released and one more try, as PyTorch's malloc does with
- * release_cached_blocks; only then LT_ERR_OOM with a message that says how
- * much is allocated, reserved, allowed and stranded in cached fragments. */
+ * release_cached_blocks; then, where PyTorch raises, a segment of the
+ * request's own size; only then LT_ERR_OOM with a message that says how much
+ * is allocated, reserved, allowed and stranded in cached fragments, and
+ * whether the limit is reached or the free bytes are fragmented. */
 #include <stdio.h>
 
 #include "alloc/alloc_internal.h"
@@ -82,6 +84,43 @@ char *lt_format_bytes(size_t nbytes, char *buf) {
   return buf;
 }
 
+/* Why nothing could serve a request of nbytes, from the statistics after the
+ * last try: the limit really reached (even compacted, the unallocated bytes
+ * under it would not hold the smallest segment for the request), or the free
+ * bytes scattered (enough in total, but in blocks too small, in the other
+ * pool or on another stream). Appends to buf; nothing when neither can be
+ * said (no limit and too little cached: the device is full). */
+static void oom_verdict(char *buf, size_t cap, size_t nbytes, const lt_memory_stats *s) {
+  char need[32], rounded_buf[32], room[32];
+  const size_t allocated = (size_t)s->allocated_bytes[LT_POOL_ALL].current;
+  const size_t reserved = (size_t)s->reserved_bytes[LT_POOL_ALL].current;
+  const size_t cached = reserved > allocated ? reserved - allocated : 0;
+  const size_t rounded = nbytes <= LT_MAX_REQUEST ? lt_round_size(nbytes) : nbytes;
+  const size_t fallback = nbytes <= LT_MAX_REQUEST ? lt_fallback_segment_size(rounded) : nbytes;
+  lt_format_bytes(fallback, need);
+  lt_format_bytes(rounded, rounded_buf);
+  if (s->limit && (allocated > s->limit || s->limit - allocated < fallback)) {
+    if (allocated > s->limit)
+      snprintf(buf, cap, "; allocated is %s over the limit",
+               lt_format_bytes(allocated - s->limit, room));
+    else
+      snprintf(buf, cap, "; allocated is only %s below the limit, a %s segment needed",
+               lt_format_bytes(s->limit - allocated, room), need);
+  } else if (s->limit && (reserved > s->limit || s->limit - reserved < fallback)) {
+    /* Here reserved > allocated: the difference is cached. */
+    if (reserved > s->limit)
+      snprintf(buf, cap, ", but no free block of %s: fragmented (reserved is %s over the limit)",
+               rounded_buf, lt_format_bytes(reserved - s->limit, room));
+    else
+      snprintf(buf, cap, ", but no free block of %s: fragmented (only %s unreserved below the "
+               "limit, a %s segment needed)", rounded_buf,
+               lt_format_bytes(s->limit - reserved, room), need);
+  } else if (cached >= rounded) {
+    /* The device refused the segment although the cache holds enough. */
+    snprintf(buf, cap, ", but no free block of %s: fragmented", rounded_buf);
+  }
+}
+
 /* Sets the LT_ERR_OOM message from a snapshot of the statistics. */
 static lt_status oom_error(lt_device dev, size_t nbytes, const lt_memory_stats *s) {
   char name[16], want[32], allocated[32], reserved[32], limit[48], cached[32];
@@ -100,9 +139,11 @@ static lt_status oom_error(lt_device dev, size_t nbytes, const lt_memory_stats *
   if (reserved_bytes > alloc_bytes)
     snprintf(fragments, sizeof fragments, ", %s free in cached blocks",
              lt_format_bytes((size_t)(reserved_bytes - alloc_bytes), cached));
-  return lt_error(LT_ERR_OOM, "out of memory on %s: tried to allocate %s; %s allocated, %s reserved, %s%s",
+  char verdict[192] = "";
+  oom_verdict(verdict, sizeof verdict, nbytes, s);
+  return lt_error(LT_ERR_OOM, "out of memory on %s: tried to allocate %s; %s allocated, %s reserved, %s%s%s",
                   lt_device_name(dev, name), lt_format_bytes(nbytes, want), allocated, reserved,
-                  limit, fragments);
+                  limit, fragments, verdict);
 }
 
 lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category cat,
@@ -140,6 +181,9 @@ lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category
     lt_release_free_segments_locked(da);
     da->stats.num_alloc_retries++;
     b = lt_try_alloc_locked(da, nbytes, cat, stream);
+    /* Where PyTorch gives up: the usual segment (20 MiB for a 4 MiB request)
+     * does not fit, but one of the request's own size may. */
+    if (!b) b = lt_try_fallback_locked(da, nbytes, cat, stream);
   }
   if (!b) {
     da->stats.num_ooms++;

@@ -46,7 +46,8 @@ return function(memory)
       thin,
       string.format("| %-81s |", string.format("out-of-memory errors: %d | alloc retries: %d | collections: %d",
         s.num_ooms, s.num_alloc_retries, s.num_collections)),
-      string.format("| %-81s |", "limit: " .. (s.limit > 0 and human(s.limit) or "none")),
+      string.format("| %-81s |", string.format("limit: %s | segment fallbacks: %d",
+        s.limit > 0 and human(s.limit) or "none", s.num_segment_fallbacks)),
       rule,
       row("Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"),
     }

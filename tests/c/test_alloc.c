@@ -295,7 +295,8 @@ static void test_limit_and_oom_message(void) {
                                 "allocated, 64.0 MiB reserved, limit 64.0 MiB") != NULL);
   CHECK_EQ_STR(lt_last_error(), "out of memory on cpu: tried to allocate 128.0 MiB; 48.0 MiB "
                                 "allocated, 64.0 MiB reserved, limit 64.0 MiB, 16.0 MiB free in "
-                                "cached blocks");
+                                "cached blocks; allocated is only 16.0 MiB below the limit, a "
+                                "128.0 MiB segment needed");
   lt_memory_stats s = cpu_stats();
   CHECK_EQ_INT(s.num_ooms - before.num_ooms, 1);
   CHECK_EQ_INT(s.num_alloc_retries - before.num_alloc_retries, 1);
@@ -325,7 +326,9 @@ static void test_limit_and_oom_message(void) {
   held f = must_alloc(KiB);
   CHECK_EQ_INT(lt_alloc(lt_cpu(), 2 * MiB, LT_CAT_OTHER, &ptr, &block), LT_ERR_OOM);
   CHECK_EQ_STR(lt_last_error(), "out of memory on cpu: tried to allocate 2.0 MiB; 2.0 KiB allocated, "
-                                "2.0 MiB reserved, limit 1.0 MiB, 2.0 MiB free in cached blocks");
+                                "2.0 MiB reserved, limit 1.0 MiB, 2.0 MiB free in cached blocks; "
+                                "allocated is only 1022.0 KiB below the limit, a 2.0 MiB segment "
+                                "needed");
   lt_free(e.block);
   lt_free(f.block);
   lt_set_limit(lt_cpu(), 0);
@@ -421,7 +424,8 @@ static void test_oom_hook(void) {
   lt_block *block;
   CHECK_EQ_INT(lt_alloc(lt_cpu(), 9 * MiB, LT_CAT_OTHER, &ptr, &block), LT_ERR_OOM);
   CHECK_EQ_STR(lt_last_error(), "out of memory on cpu: tried to allocate 9.0 MiB; 0 B allocated, "
-                                "0 B reserved, limit 8.0 MiB");
+                                "0 B reserved, limit 8.0 MiB; allocated is only 8.0 MiB below the "
+                                "limit, a 10.0 MiB segment needed");
   s = cpu_stats();
   CHECK_EQ_INT(h.calls, 1);
   CHECK_EQ_INT(h.inner_status, LT_ERR_OOM);

@@ -87,6 +87,27 @@ static void test_shadow(void) {
   CHECK_EQ_INT(s.reserved_bytes[LT_POOL_ALL].current, 0);
 }
 
+/* Fallback segments (smaller than the usual one, near the limit) are
+ * poisoned the same way: the request's bytes only are usable. */
+static void test_fallback_segments(void) {
+  lt_empty_cache(lt_cpu());
+  lt_set_limit(lt_cpu(), 21 * MiB);
+  void *big = NULL, *p = NULL;
+  lt_block *bigb = NULL, *pb = NULL;
+  CHECK(lt_alloc(lt_cpu(), 5 * MiB, LT_CAT_OTHER, &big, &bigb) == LT_OK); /* 20 MiB segment */
+  lt_memory_stats before = cpu_stats();
+  CHECK(lt_alloc(lt_cpu(), 3000, LT_CAT_OTHER, &p, &pb) == LT_OK); /* a 1 MiB small segment */
+  CHECK_EQ_INT(cpu_stats().num_segment_fallbacks - before.num_segment_fallbacks, 1);
+  CHECK(__asan_region_is_poisoned(p, 3000) == NULL);
+  CHECK(poisoned((char *)p + 3000));
+  CHECK(poisoned((char *)p + MiB - 1)); /* the free rest of the fallback segment */
+  lt_free(pb);
+  CHECK(poisoned(p));
+  lt_free(bigb);
+  lt_set_limit(lt_cpu(), 0);
+  CHECK_EQ_INT(lt_empty_cache(lt_cpu()), 21 * MiB);
+}
+
 /* A device's memory is not poisoned, even where its backend keeps it in
  * host memory (emulators, simulated devices): the device's kernels are no
  * host code ASan could judge. */
@@ -194,6 +215,7 @@ static void test_overruns_are_reported(void) {
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--overrun") == 0) return run_overrun(argv[2]);
   test_shadow();
+  test_fallback_segments();
   test_device_memory_untouched();
   test_overruns_are_reported();
   return check_summary("test_alloc_poison");

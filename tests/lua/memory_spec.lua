@@ -113,7 +113,7 @@ describe("lt.memory byte counts", function()
       assert.equal("integer", math.type(s.by_category[cat].current))
       assert.equal("integer", math.type(s.by_category[cat].peak))
     end
-    for _, key in ipairs { "num_alloc_retries", "num_ooms", "num_collections", "limit" } do
+    for _, key in ipairs { "num_alloc_retries", "num_ooms", "num_collections", "num_segment_fallbacks", "limit" } do
       assert.equal("integer", math.type(s[key]), key)
     end
     lt.del(t)
@@ -201,6 +201,62 @@ describe("limits and out of memory", function()
     assert.equal(s0.num_ooms, s.num_ooms)
     assert.equal(s0.num_collections, s.num_collections) -- the OOM hook never had to run
     assert.is_true(s.allocated_bytes.all.peak <= 64 * MiB)
+  end)
+
+  it("a request whose usual segment passes the limit gets a segment of its own size", function()
+    settled()
+    lt.memory.empty_cache()
+    assert.equal(0, lt.memory.stats().reserved_bytes.large_pool.current)
+    local base = lt.memory.reserved() -- small segments holding live tensors
+    lt.memory.set_limit(base + 60 * MiB)
+    -- 34 MiB allocated, 42 MiB reserved in the large pool: the 8 MiB free are
+    -- two 3 MiB holes and a 2 MiB tail inside one 20 MiB segment
+    local whole = lt.empty(22 * MiB // 4)
+    local q = {}
+    for i = 1, 6 do q[i] = lt.empty(3 * MiB // 4) end
+    lt.del(q[2], q[4])
+    local s0 = lt.memory.stats()
+    assert.equal(34 * MiB, s0.allocated_bytes.large_pool.current)
+    assert.equal(42 * MiB, s0.reserved_bytes.large_pool.current)
+    assert.equal(8 * MiB, s0.inactive_split_bytes.large_pool.current)
+
+    local grad = lt.empty(MiB) -- 4 MiB: PyTorch asks for 20 MiB here and fails
+    local s = lt.memory.stats()
+    assert.equal(s0.num_segment_fallbacks + 1, s.num_segment_fallbacks)
+    assert.equal(s0.num_ooms, s.num_ooms)
+    assert.equal(38 * MiB, s.allocated_bytes.large_pool.current)
+    assert.equal(46 * MiB, s.reserved_bytes.large_pool.current)
+    assert.equal(8 * MiB, s.inactive_split_bytes.large_pool.current)
+    assert.is_truthy(lt.memory.summary():find("segment fallbacks: " .. s.num_segment_fallbacks, 1, true))
+    assert.equal(4 * MiB, lt.del(grad))
+    assert.equal(4 * MiB, lt.memory.empty_cache()) -- else it would serve the next one
+
+    -- 2 MiB left below the limit: the free bytes are there, but scattered
+    local limit = lt.memory.set_limit(base + 44 * MiB)
+    local ok, err = pcall(lt.empty, MiB)
+    assert.is_false(ok)
+    s = lt.memory.stats()
+    assert.equal(2 * MiB, limit - s.reserved_bytes.all.current)
+    assert.equal(42 * MiB, s.reserved_bytes.large_pool.current)
+    for _, part in ipairs { "tried to allocate 4.0 MiB", "but no free block of 4.0 MiB: fragmented (only "
+      .. "2.0 MiB unreserved below the limit, a 4.0 MiB segment needed)", "largest live tensors" } do
+      assert.is_truthy(err:find(part, 1, true), string.format("%q lacks %q", err, part))
+    end
+
+    -- the holes filled, only 2 MiB of the limit unallocated: the limit is reached
+    local fill = { lt.empty(3 * MiB // 4), lt.empty(3 * MiB // 4), lt.empty(2 * MiB // 4) }
+    limit = lt.memory.set_limit(lt.memory.allocated() + 2 * MiB)
+    ok, err = pcall(lt.empty, MiB)
+    assert.is_false(ok)
+    assert.is_truthy(err:find("; allocated is only 2.0 MiB below the limit, a 4.0 MiB segment needed", 1, true), err)
+    assert.is_nil(err:find("fragmented", 1, true))
+    -- what needs at most the 2 MiB left still works: 1.5 MiB in a 2 MiB segment
+    local last = lt.empty(3 * MiB // 8)
+    assert.equal(limit, lt.memory.allocated())
+    assert.equal(s0.num_segment_fallbacks + 2, lt.memory.stats().num_segment_fallbacks)
+    lt.del(whole, last, table.unpack(q))
+    lt.del(table.unpack(fill))
+    lt.memory.empty_cache()
   end)
 
   it("a loop of 100000 tiny tensors is quick", function()

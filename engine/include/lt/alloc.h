@@ -5,7 +5,9 @@
  * requests under 10 MiB, else the request rounded up to 2 MiB); best fit; a
  * free block is split when the remainder is at least 512 bytes (small) or more
  * than 1 MiB (large); freed blocks merge with free neighbours; empty_cache
- * gives whole free segments back to the device.
+ * gives whole free segments back to the device. Where PyTorch raises out of
+ * memory because the usual segment does not fit, lt falls back to a segment
+ * of the request's size (see lt_alloc).
  *
  * A device backend supplies only raw allocate/free (lt_raw_allocator). */
 #ifndef LT_ALLOC_H
@@ -98,8 +100,18 @@ void lt_alloc_set_peak_hook(lt_oom_hook hook, void *ud);
 void lt_alloc_set_collect_mark(lt_device dev, size_t bytes);
 
 /* Allocates nbytes (0 allowed: gives a valid block of no bytes) on dev.
- * On failure: hook, empty cache, retry (counted in num_alloc_retries); then
- * LT_ERR_OOM with the message of DESIGN.md Memory model §4. */
+ * The order: a cached block, a fresh segment of the usual size; then the
+ * hook and the same again; then every entirely free segment released and the
+ * same again (counted in num_alloc_retries); then a fallback segment of the
+ * request's size (rounded up to 2 MiB in the large pool; in the small pool
+ * what the limit leaves, up to 2 MiB), counted in num_segment_fallbacks.
+ * Only then LT_ERR_OOM with the message of DESIGN.md Memory model §4, which
+ * says whether the limit is really reached ("allocated is only 2.0 MiB below
+ * the limit, a 4.0 MiB segment needed") or the free cached bytes are too
+ * fragmented ("8.0 MiB free in cached blocks, but no free block of 4.0 MiB:
+ * fragmented (...)"). So under a limit an allocation fails only when no cached
+ * block fits and limit - reserved (once free segments are released) is below
+ * that fallback size. */
 lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr,
                    lt_block **block);
 /* Returns the block to the cache; returns the bytes it gave back (its rounded
@@ -149,6 +161,9 @@ typedef struct lt_memory_stats {
   int64_t num_ooms;
   int64_t num_collections; /* times the oom hook ran */
   int64_t num_peak_collections; /* times the peak hook ran */
+  /* Allocations served by a segment smaller than the usual one because that
+   * did not fit (lt_alloc); not in PyTorch, which raises out of memory. */
+  int64_t num_segment_fallbacks;
   int64_t num_device_allocs, num_device_frees; /* raw backend calls */
   size_t limit;            /* 0: none */
 } lt_memory_stats;
