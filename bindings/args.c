@@ -1,5 +1,6 @@
 /* Argument translation: 1-based dims and positions, sizes, options tables,
  * dtype and device names; engine errors as Lua errors. */
+#include <stdarg.h>
 #include <string.h>
 
 #include "args.h"
@@ -46,6 +47,16 @@ static void push_user_where(lua_State *L) {
   lua_pushliteral(L, "");
 }
 
+int ltb_error(lua_State *L, const char *fmt, ...) {
+  push_user_where(L);
+  va_list ap;
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
 int ltb_raise(lua_State *L, lt_status st) {
   /* Copy the engine's message first: listing the largest tensors must not
    * overwrite it. */
@@ -69,7 +80,7 @@ lua_Integer ltb_check_integer(lua_State *L, int arg, const char *op, const char 
   int is_int;
   lua_Integer v = lua_tointegerx(L, arg, &is_int);
   if (!is_int || lua_type(L, arg) != LUA_TNUMBER)
-    luaL_error(L, "%s: expected an integer for %s, got %s", op, what, value_text(L, arg));
+    ltb_error(L, "%s: expected an integer for %s, got %s", op, what, value_text(L, arg));
   return v;
 }
 
@@ -80,7 +91,7 @@ lua_Integer ltb_opt_integer(lua_State *L, int arg, const char *op, const char *w
 
 double ltb_check_number(lua_State *L, int arg, const char *op, const char *what) {
   if (lua_type(L, arg) != LUA_TNUMBER)
-    luaL_error(L, "%s: expected a number for %s, got %s", op, what, luaL_typename(L, arg));
+    ltb_error(L, "%s: expected a number for %s, got %s", op, what, luaL_typename(L, arg));
   return lua_tonumber(L, arg);
 }
 
@@ -88,7 +99,7 @@ int ltb_wrap_dim(lua_State *L, lua_Integer dim, int ndim, const char *op) {
   int out;
   if (dim == 0) {
     int n = ndim > 0 ? ndim : 1;
-    return luaL_error(L, "%s: dimension 0 out of range (expected 1 to %d, or -%d to -1)", op, n, n);
+    return ltb_error(L, "%s: dimension 0 out of range (expected 1 to %d, or -%d to -1)", op, n, n);
   }
   /* The engine takes 0-based dims and negative ones counted from the end. */
   lt_status st = lt_wrap_dim(op, dim > 0 ? dim - 1 : dim, ndim, &out);
@@ -114,14 +125,14 @@ static int64_t read_size(lua_State *L, int idx, const char *op, int position, bo
   int is_int;
   lua_Integer v = lua_tointegerx(L, idx, &is_int);
   if (!is_int || lua_type(L, idx) != LUA_TNUMBER)
-    luaL_error(L, "%s: size %d must be an integer, got %s", op, position, value_text(L, idx));
+    ltb_error(L, "%s: size %d must be an integer, got %s", op, position, value_text(L, idx));
   if (v < 0 && !(allow_infer && v == -1))
-    luaL_error(L, "%s: invalid size %I in dimension %d", op, v, position);
+    ltb_error(L, "%s: invalid size %I in dimension %d", op, v, position);
   return (int64_t)v;
 }
 
 static void too_many_dims(lua_State *L, const char *op, lua_Integer n) {
-  luaL_error(L, "%s: %I dimensions requested, lt supports at most %d", op, n, LT_MAX_DIMS);
+  ltb_error(L, "%s: %I dimensions requested, lt supports at most %d", op, n, LT_MAX_DIMS);
 }
 
 int ltb_check_sizes(lua_State *L, int first, const char *op, bool allow_infer, int64_t *shape,
@@ -143,7 +154,7 @@ int ltb_check_sizes(lua_State *L, int first, const char *op, bool allow_infer, i
     shape[n] = read_size(L, i, op, n + 1, allow_infer);
   }
   if (i <= top && !lua_isnil(L, i) && !lua_istable(L, i))
-    luaL_error(L, "%s: expected sizes as integers or a table, got %s", op, luaL_typename(L, i));
+    ltb_error(L, "%s: expected sizes as integers or a table, got %s", op, luaL_typename(L, i));
   *ndim = n;
   return i;
 }
@@ -167,7 +178,7 @@ int ltb_check_dims(lua_State *L, int first, int ndim, const char *op, int *dims,
     dims[n++] = ltb_check_dim(L, i, ndim, op);
   }
   if (i <= top && !lua_isnil(L, i))
-    luaL_error(L, "%s: expected dimensions as integers or a table, got %s", op,
+    ltb_error(L, "%s: expected dimensions as integers or a table, got %s", op,
                luaL_typename(L, i));
   *count = n;
   return i;
@@ -176,9 +187,9 @@ int ltb_check_dims(lua_State *L, int first, int ndim, const char *op, int *dims,
 lt_dtype ltb_check_dtype(lua_State *L, int idx, const char *op) {
   lt_dtype dt;
   const char *name = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
-  if (!name) luaL_error(L, "%s: expected a dtype name, got %s", op, luaL_typename(L, idx));
+  if (!name) ltb_error(L, "%s: expected a dtype name, got %s", op, luaL_typename(L, idx));
   if (!lt_dtype_parse(name, &dt))
-    luaL_error(L,
+    ltb_error(L,
                "%s: unknown dtype '%s' (expected float32, float64, float16, bfloat16, int64, "
                "int32, uint8 or bool)",
                op, name);
@@ -188,17 +199,17 @@ lt_dtype ltb_check_dtype(lua_State *L, int idx, const char *op) {
 void ltb_require_device(lua_State *L, lt_device dev, const char *op) {
   if (dev.type != LT_DEVICE_CUDA) return;
   if (!lt_cuda_compiled())
-    luaL_error(L, "%s: CUDA is not available: lt was built without the CUDA backend", op);
+    ltb_error(L, "%s: CUDA is not available: lt was built without the CUDA backend", op);
   int count = lt_cuda_device_count();
   if (dev.index >= count)
-    luaL_error(L, "%s: CUDA is not available: no device cuda:%d (%d CUDA device%s found)", op,
+    ltb_error(L, "%s: CUDA is not available: no device cuda:%d (%d CUDA device%s found)", op,
                (int)dev.index, count, count == 1 ? "" : "s");
 }
 
 lt_device ltb_parse_device(lua_State *L, const char *name, const char *op) {
   lt_device dev;
   if (!lt_device_parse(name, &dev))
-    luaL_error(L, "%s: unknown device '%s' (expected \"cpu\", \"cuda\" or \"cuda:N\")", op, name);
+    ltb_error(L, "%s: unknown device '%s' (expected \"cpu\", \"cuda\" or \"cuda:N\")", op, name);
   return dev;
 }
 
@@ -206,13 +217,13 @@ const char *ltb_check_path(lua_State *L, int idx, const char *op) {
   size_t len;
   const char *path = luaL_checklstring(L, idx, &len);
   /* The C library would stop at the NUL and open another file. */
-  if (strlen(path) != len) luaL_error(L, "%s: the path contains a NUL character", op);
+  if (strlen(path) != len) ltb_error(L, "%s: the path contains a NUL character", op);
   return path;
 }
 
 lt_device ltb_check_device(lua_State *L, int idx, const char *op) {
   if (lua_type(L, idx) != LUA_TSTRING)
-    luaL_error(L, "%s: expected a device name, got %s", op, luaL_typename(L, idx));
+    ltb_error(L, "%s: expected a device name, got %s", op, luaL_typename(L, idx));
   lt_device dev = ltb_parse_device(L, lua_tostring(L, idx), op);
   ltb_require_device(L, dev, op);
   return dev;
@@ -231,7 +242,7 @@ lt_device ltb_opt_device(lua_State *L, int idx, const char *op) {
     return dev;
   }
   if (lua_type(L, idx) != LUA_TSTRING)
-    luaL_error(L, "%s: expected a device name, got %s", op, luaL_typename(L, idx));
+    ltb_error(L, "%s: expected a device name, got %s", op, luaL_typename(L, idx));
   lt_device dev = ltb_parse_device(L, lua_tostring(L, idx), op);
   /* Where CUDA runs, a device it does not have is an error (PyTorch's
    * "Invalid device argument"); without CUDA every CUDA device reads as
@@ -243,7 +254,7 @@ lt_device ltb_opt_device(lua_State *L, int idx, const char *op) {
 
 static bool read_flag(lua_State *L, int idx, const char *op, const char *key) {
   if (!lua_isboolean(L, idx))
-    luaL_error(L, "%s: option '%s' must be a boolean, got %s", op, key, luaL_typename(L, idx));
+    ltb_error(L, "%s: option '%s' must be a boolean, got %s", op, key, luaL_typename(L, idx));
   return lua_toboolean(L, idx);
 }
 
@@ -252,7 +263,7 @@ void ltb_read_options(lua_State *L, int idx, const char *op, unsigned allowed, l
   o->device = lt_cpu();
   if (lua_isnoneornil(L, idx)) return;
   if (!lua_istable(L, idx))
-    luaL_error(L, "%s: expected an options table, got %s", op, luaL_typename(L, idx));
+    ltb_error(L, "%s: expected an options table, got %s", op, luaL_typename(L, idx));
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -264,8 +275,8 @@ void ltb_read_options(lua_State *L, int idx, const char *op, unsigned allowed, l
     else if (key && strcmp(key, "copy") == 0) which = LTB_OPT_COPY;
     else if (key && strcmp(key, "non_blocking") == 0) which = LTB_OPT_NON_BLOCKING;
     if (!(which & allowed)) {
-      if (key) luaL_error(L, "%s: unknown option '%s'", op, key);
-      luaL_error(L, "%s: unexpected %s key in the options table", op, luaL_typename(L, -2));
+      if (key) ltb_error(L, "%s: unknown option '%s'", op, key);
+      ltb_error(L, "%s: unexpected %s key in the options table", op, luaL_typename(L, -2));
     }
     switch (which) {
       case LTB_OPT_DTYPE:
@@ -301,7 +312,7 @@ void ltb_push_device(lua_State *L, lt_device dev) {
 
 void ltb_check_grad_dtype(lua_State *L, lt_dtype dt, const char *op) {
   if (!lt_dtype_is_floating(dt))
-    luaL_error(L, "%s: only floating point tensors can require gradients, got %s", op,
+    ltb_error(L, "%s: only floating point tensors can require gradients, got %s", op,
                lt_dtype_name(dt));
 }
 

@@ -15,6 +15,11 @@
 /* Raises the engine's last error as a Lua error (never returns). An out of
  * memory error gets the largest live tensors appended. */
 int ltb_raise(lua_State *L, lt_status st);
+/* luaL_error's formats and result, positioned as ltb_raise positions engine
+ * errors: at the innermost caller outside lt's Lua library, so that a bad
+ * argument passed on by F.relu or a module is reported at the script's line.
+ * Every binding raises its own errors through it. */
+int ltb_error(lua_State *L, const char *fmt, ...);
 /* core._set_library_prefix(prefix): where lt's Lua library was loaded from
  * (chunk names starting with prefix), so that ltb_raise can skip its frames. */
 int ltb_set_library_prefix(lua_State *L);

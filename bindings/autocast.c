@@ -24,7 +24,7 @@ static lt_device_type check_device_type(lua_State *L, int idx) {
   const char *name = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
   if (name && strcmp(name, "cpu") == 0) return LT_DEVICE_CPU;
   if (name && strcmp(name, "cuda") == 0) return LT_DEVICE_CUDA;
-  return (lt_device_type)luaL_error(L, "autocast: device_type must be \"cpu\" or \"cuda\", got %s",
+  return (lt_device_type)ltb_error(L, "autocast: device_type must be \"cpu\" or \"cuda\", got %s",
                                     name ? lua_pushfstring(L, "'%s'", name) : luaL_typename(L, idx));
 }
 
@@ -40,21 +40,21 @@ static region_options read_region_options(lua_State *L, int idx) {
     const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
     if (key && strcmp(key, "enabled") == 0) {
       if (!lua_isboolean(L, -1))
-        luaL_error(L, "autocast: enabled must be a boolean, got %s", luaL_typename(L, -1));
+        ltb_error(L, "autocast: enabled must be a boolean, got %s", luaL_typename(L, -1));
       o.enabled = lua_toboolean(L, -1);
     } else if (key && strcmp(key, "dtype") == 0) {
       o.dtype = ltb_check_dtype(L, lua_gettop(L), "autocast");
     } else if (key && strcmp(key, "device_type") == 0) {
       o.device_type = check_device_type(L, lua_gettop(L));
     } else {
-      luaL_error(L, "autocast: unknown option '%s' (expected dtype, enabled, device_type)",
+      ltb_error(L, "autocast: unknown option '%s' (expected dtype, enabled, device_type)",
                  key ? key : luaL_typename(L, -2));
     }
     lua_pop(L, 1);
   }
   if (o.dtype == LT_NDTYPES) o.dtype = lt_autocast_default_dtype(o.device_type);
   if (o.dtype != LT_FLOAT16 && o.dtype != LT_BFLOAT16)
-    luaL_error(L, "autocast: dtype must be \"bfloat16\" or \"float16\", got %s",
+    ltb_error(L, "autocast: dtype must be \"bfloat16\" or \"float16\", got %s",
                lt_dtype_name(o.dtype));
   return o;
 }
@@ -95,7 +95,7 @@ static int lt_autocast_fn(lua_State *L) {
   }
   const int type = lua_type(L, 2);
   if (type != LUA_TFUNCTION && !luaL_getmetafield(L, 2, "__call"))
-    return luaL_error(L, "autocast: expected a function (or nothing, for a guard), got %s",
+    return ltb_error(L, "autocast: expected a function (or nothing, for a guard), got %s",
                       luaL_typename(L, 2));
   if (type != LUA_TFUNCTION) lua_pop(L, 1); /* the __call field */
   lua_remove(L, 1); /* fn and its arguments are left */

@@ -14,16 +14,16 @@
 static bool read_retain_graph(lua_State *L, int idx) {
   if (lua_isnoneornil(L, idx)) return false;
   if (!lua_istable(L, idx))
-    luaL_error(L, "backward: expected an options table, got %s", luaL_typename(L, idx));
+    ltb_error(L, "backward: expected an options table, got %s", luaL_typename(L, idx));
   bool retain = false;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
     if (!key || strcmp(key, "retain_graph") != 0)
-      luaL_error(L, "backward: unknown option '%s' (expected retain_graph)",
+      ltb_error(L, "backward: unknown option '%s' (expected retain_graph)",
                  key ? key : luaL_typename(L, -2));
     if (!lua_isboolean(L, -1))
-      luaL_error(L, "backward: retain_graph must be a boolean, got %s", luaL_typename(L, -1));
+      ltb_error(L, "backward: retain_graph must be a boolean, got %s", luaL_typename(L, -1));
     retain = lua_toboolean(L, -1);
     lua_pop(L, 1);
   }
@@ -39,7 +39,7 @@ static int tensor_backward(lua_State *L) {
     opts = 2;
   } else if (!lua_isnil(L, 2) && !lua_isnone(L, 2)) {
     grad = ltb_test_tensor(L, 2);
-    if (!grad) return luaL_error(L, "backward: expected a tensor or nil as grad, got %s",
+    if (!grad) return ltb_error(L, "backward: expected a tensor or nil as grad, got %s",
                                  luaL_typename(L, 2));
   }
   bool retain = read_retain_graph(L, opts);
@@ -86,7 +86,7 @@ static int grad_scope(lua_State *L, bool enabled, const char *name) {
   }
   const int type = lua_type(L, 1);
   if (type != LUA_TFUNCTION && !luaL_getmetafield(L, 1, "__call"))
-    return luaL_error(L, "%s: expected a function (or nothing, for a guard), got %s", name,
+    return ltb_error(L, "%s: expected a function (or nothing, for a guard), got %s", name,
                       luaL_typename(L, 1));
   if (type != LUA_TFUNCTION) lua_pop(L, 1); /* the __call field */
   const bool previous = lt_set_grad_enabled(enabled);
@@ -108,7 +108,7 @@ static int lt_is_grad_enabled_fn(lua_State *L) {
  * can be undone. */
 static int lt_set_grad_enabled_fn(lua_State *L) {
   if (!lua_isboolean(L, 1))
-    return luaL_error(L, "set_grad_enabled: expected a boolean, got %s", luaL_typename(L, 1));
+    return ltb_error(L, "set_grad_enabled: expected a boolean, got %s", luaL_typename(L, 1));
   lua_pushboolean(L, lt_set_grad_enabled(lua_toboolean(L, 1)));
   return 1;
 }

@@ -127,7 +127,7 @@ static int call_runner(lua_State *L) {
     if (lua_isnil(L, idx)) continue;
     lt_tensor *g = ltb_test_tensor(L, idx);
     if (!g)
-      return luaL_error(L, "expected a tensor or nil as the gradient of input %d, got %s", i + 1,
+      return ltb_error(L, "expected a tensor or nil as the gradient of input %d, got %s", i + 1,
                         luaL_typename(L, idx));
     lt_tensor_retain(g);
     grad_inputs[i] = g;
@@ -197,9 +197,9 @@ static void read_tensor_list(lua_State *L, int idx, lt_tensor **ts, int n, const
     lua_rawgeti(L, idx, i + 1);
     ltb_handle *h = ltb_test_handle(L, -1);
     if (!h)
-      luaL_error(L, "autograd.Function: %s %d is not a tensor (%s)", what, i + 1,
+      ltb_error(L, "autograd.Function: %s %d is not a tensor (%s)", what, i + 1,
                  luaL_typename(L, -1));
-    if (!h->tensor) luaL_error(L, "autograd.Function: attempt to use a freed tensor (%s %d)", what, i + 1);
+    if (!h->tensor) ltb_error(L, "autograd.Function: attempt to use a freed tensor (%s %d)", what, i + 1);
     ts[i] = h->tensor;
     lua_pop(L, 1);
   }
@@ -227,7 +227,7 @@ static int autograd_function(lua_State *L) {
   if (!s || !name_copy) {
     free(s);
     free(name_copy);
-    return luaL_error(L, "autograd.Function: out of host memory");
+    return ltb_error(L, "autograd.Function: out of host memory");
   }
   strcpy(name_copy, name);
   s->name = name_copy;

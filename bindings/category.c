@@ -16,7 +16,7 @@ static lt_category check_category(lua_State *L, int idx, const char *op) {
   const char *name = luaL_checkstring(L, idx);
   for (size_t i = 0; i < sizeof settable / sizeof settable[0]; i++)
     if (strcmp(name, lt_category_name(settable[i])) == 0) return settable[i];
-  luaL_error(L,
+  ltb_error(L,
              "%s: unknown category '%s' (expected parameter, gradient, optimizer, activation or "
              "other)",
              op, name);

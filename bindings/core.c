@@ -18,7 +18,7 @@ static int lt_manual_seed_fn(lua_State *L) {
 static int lt_set_num_threads_fn(lua_State *L) {
   lua_Integer n = ltb_check_integer(L, 1, "set_num_threads", "the number of threads");
   if (n < 1 || n > 4096)
-    return luaL_error(L, "set_num_threads: expected a number of threads from 1 to 4096, got %I", n);
+    return ltb_error(L, "set_num_threads: expected a number of threads from 1 to 4096, got %I", n);
   lt_status st = lt_set_num_threads((int)n);
   if (st != LT_OK) return ltb_raise(L, st);
   return 0;
@@ -64,11 +64,11 @@ static int cuda_set_device(lua_State *L) {
   if (lua_type(L, 1) == LUA_TSTRING) {
     dev = ltb_check_device(L, 1, "cuda.set_device");
     if (dev.type != LT_DEVICE_CUDA)
-      return luaL_error(L, "cuda.set_device: expected a CUDA device, got '%s'", lua_tostring(L, 1));
+      return ltb_error(L, "cuda.set_device: expected a CUDA device, got '%s'", lua_tostring(L, 1));
   } else {
     lua_Integer i = ltb_check_integer(L, 1, "cuda.set_device", "the device number");
     if (i < 0 || i >= LT_MAX_DEVICES)
-      return luaL_error(L, "cuda.set_device: invalid device number %I", i);
+      return ltb_error(L, "cuda.set_device: invalid device number %I", i);
     dev.type = LT_DEVICE_CUDA;
     dev.index = (signed char)i;
     ltb_require_device(L, dev, "cuda.set_device");
@@ -108,10 +108,10 @@ static int cuda_allow_tf32(lua_State *L) {
     while (lua_next(L, 1)) {
       const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
       if (!key || (strcmp(key, "matmul") != 0 && strcmp(key, "cudnn") != 0))
-        return luaL_error(L, "%s: unknown option '%s' (expected matmul or cudnn)", op,
+        return ltb_error(L, "%s: unknown option '%s' (expected matmul or cudnn)", op,
                           key ? key : luaL_typename(L, -2));
       if (!lua_isboolean(L, -1))
-        return luaL_error(L, "%s: %s must be a boolean, got %s", op, key, luaL_typename(L, -1));
+        return ltb_error(L, "%s: %s must be a boolean, got %s", op, key, luaL_typename(L, -1));
       if (key[0] == 'm')
         lt_cuda_set_matmul_tf32(lua_toboolean(L, -1));
       else
@@ -138,13 +138,13 @@ static int cuda_mem_get_info(lua_State *L) {
   } else {
     dev = ltb_check_device(L, 1, op);
     if (dev.type != LT_DEVICE_CUDA)
-      return luaL_error(L, "%s: expected a CUDA device, got '%s'", op, lua_tostring(L, 1));
+      return ltb_error(L, "%s: expected a CUDA device, got '%s'", op, lua_tostring(L, 1));
     ltb_require_device(L, dev, op);
   }
   size_t dev_free = 0, dev_total = 0;
   if (!lt_device_memory_info(dev, &dev_free, &dev_total)) {
     const char *why = lt_cuda_last_alloc_error();
-    return luaL_error(L, "%s: %s", op, why ? why : "cudaMemGetInfo failed");
+    return ltb_error(L, "%s: %s", op, why ? why : "cudaMemGetInfo failed");
   }
   lua_pushinteger(L, (lua_Integer)dev_free);
   lua_pushinteger(L, (lua_Integer)dev_total);

@@ -52,7 +52,7 @@ static int raise_from(lua_State *L, const char *op, lt_status st) {
   const char *msg = lt_last_error();
   size_t n = strlen(op);
   if (st == LT_ERR_OOM || (strncmp(msg, op, n) == 0 && msg[n] == ':')) return ltb_raise(L, st);
-  return luaL_error(L, "%s: %s", op, msg);
+  return ltb_error(L, "%s: %s", op, msg);
 }
 
 static void push_cuda_device(lua_State *L, int device) {
@@ -74,16 +74,16 @@ static int check_cuda_device(lua_State *L, int idx, const char *op) {
     case LUA_TSTRING:
       dev = ltb_parse_device(L, lua_tostring(L, idx), op);
       if (dev.type != LT_DEVICE_CUDA)
-        luaL_error(L, "%s: expected a CUDA device, got '%s'", op, lua_tostring(L, idx));
+        ltb_error(L, "%s: expected a CUDA device, got '%s'", op, lua_tostring(L, idx));
       break;
     case LUA_TNUMBER: {
       lua_Integer i = ltb_check_integer(L, idx, op, "the device number");
-      if (i < 0 || i >= LT_MAX_DEVICES) luaL_error(L, "%s: invalid device number %I", op, i);
+      if (i < 0 || i >= LT_MAX_DEVICES) ltb_error(L, "%s: invalid device number %I", op, i);
       dev.index = (signed char)i;
       break;
     }
     default:
-      luaL_error(L, "%s: expected a device (\"cuda:N\" or a number), got %s", op,
+      ltb_error(L, "%s: expected a device (\"cuda:N\" or a number), got %s", op,
                  type_name(L, idx));
   }
   ltb_require_device(L, dev, op);
@@ -101,7 +101,7 @@ static stream_ud *push_stream(lua_State *L, int device, lt_cuda_stream id) {
 static stream_ud *check_stream(lua_State *L, int idx, const char *op) {
   stream_ud *s = luaL_testudata(L, idx, STREAM_NAME);
   if (s == NULL)
-    luaL_error(L, "%s: expected a CUDA stream (lt.cuda.Stream), got %s", op, type_name(L, idx));
+    ltb_error(L, "%s: expected a CUDA stream (lt.cuda.Stream), got %s", op, type_name(L, idx));
   return s;
 }
 
@@ -117,7 +117,7 @@ static stream_ud opt_stream_on(lua_State *L, int idx, int device, const char *op
   }
   out = *check_stream(L, idx, op);
   if (out.device != device)
-    luaL_error(L, "%s: the stream is on cuda:%d but the %s is on cuda:%d", op, out.device, what,
+    ltb_error(L, "%s: the stream is on cuda:%d but the %s is on cuda:%d", op, out.device, what,
                device);
   return out;
 }
@@ -125,8 +125,8 @@ static stream_ud opt_stream_on(lua_State *L, int idx, int device, const char *op
 static event_ud *check_event(lua_State *L, int idx, const char *op) {
   event_ud *e = luaL_testudata(L, idx, EVENT_NAME);
   if (e == NULL)
-    luaL_error(L, "%s: expected a CUDA event (lt.cuda.Event), got %s", op, type_name(L, idx));
-  if (e->event == NULL) luaL_error(L, "%s: attempt to use a freed CUDA event", op);
+    ltb_error(L, "%s: expected a CUDA event (lt.cuda.Event), got %s", op, type_name(L, idx));
+  if (e->event == NULL) ltb_error(L, "%s: attempt to use a freed CUDA event", op);
   return e;
 }
 
@@ -246,7 +246,7 @@ static int cuda_stream_scope(lua_State *L) {
   stream_ud *s = check_stream(L, 1, op);
   bool guard_only = lua_gettop(L) == 1 || (lua_gettop(L) == 2 && lua_isnil(L, 2));
   if (!guard_only && !is_callable(L, 2))
-    return luaL_error(L, "%s: expected a function (or nothing, for a guard), got %s", op,
+    return ltb_error(L, "%s: expected a function (or nothing, for a guard), got %s", op,
                       type_name(L, 2));
   /* The guard exists before anything changes, so that a Lua memory error
    * here leaves the current stream as it was. */
@@ -303,7 +303,7 @@ static int stream_wait_stream(lua_State *L) {
   /* The wait is queued: CUDA keeps what it needs of the event after this. */
   if (st != LT_OK) lua_pushstring(L, lt_last_error()); /* freeing may not touch the message */
   lt_cuda_event_free(ev);
-  if (st != LT_OK) return luaL_error(L, "%s: %s", op, lua_tostring(L, -1));
+  if (st != LT_OK) return ltb_error(L, "%s: %s", op, lua_tostring(L, -1));
   return 0;
 }
 
@@ -326,7 +326,7 @@ static int stream_record_event(lua_State *L) {
   } else {
     e = check_event(L, 2, op);
     if (e->device != s->device)
-      return luaL_error(L, "%s: the event is on cuda:%d but the stream is on cuda:%d", op,
+      return ltb_error(L, "%s: the event is on cuda:%d but the stream is on cuda:%d", op,
                         e->device, s->device);
     lua_settop(L, 2);
   }
@@ -354,7 +354,7 @@ static int stream_index(lua_State *L) {
 }
 
 static int stream_newindex(lua_State *L) {
-  return luaL_error(L, "cannot set field '%s' of a CUDA stream", luaL_tolstring(L, 2, NULL));
+  return ltb_error(L, "cannot set field '%s' of a CUDA stream", luaL_tolstring(L, 2, NULL));
 }
 
 static int stream_eq(lua_State *L) {
@@ -381,21 +381,21 @@ static int cuda_event_new(lua_State *L) {
   bool has_opts = !lua_isnoneornil(L, 1);
   if (has_opts) {
     if (!lua_istable(L, 1))
-      return luaL_error(L, "%s: expected an options table {enable_timing=, device=}, got %s", op,
+      return ltb_error(L, "%s: expected an options table {enable_timing=, device=}, got %s", op,
                         type_name(L, 1));
     lua_pushnil(L);
     while (lua_next(L, 1)) {
       const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
       if (key && strcmp(key, "enable_timing") == 0) {
         if (!lua_isboolean(L, -1))
-          return luaL_error(L, "%s: option 'enable_timing' must be a boolean, got %s", op,
+          return ltb_error(L, "%s: option 'enable_timing' must be a boolean, got %s", op,
                             type_name(L, -1));
         timing = lua_toboolean(L, -1);
       } else if (!key || strcmp(key, "device") != 0) {
         if (key)
-          return luaL_error(L, "%s: unknown option '%s' (expected enable_timing or device)", op,
+          return ltb_error(L, "%s: unknown option '%s' (expected enable_timing or device)", op,
                             key);
-        return luaL_error(L, "%s: unexpected %s key in the options table", op,
+        return ltb_error(L, "%s: unexpected %s key in the options table", op,
                           luaL_typename(L, -2));
       }
       lua_pop(L, 1);
@@ -495,7 +495,7 @@ static int event_index(lua_State *L) {
 }
 
 static int event_newindex(lua_State *L) {
-  return luaL_error(L, "cannot set field '%s' of a CUDA event", luaL_tolstring(L, 2, NULL));
+  return ltb_error(L, "cannot set field '%s' of a CUDA event", luaL_tolstring(L, 2, NULL));
 }
 
 static int event_tostring(lua_State *L) {
@@ -515,12 +515,12 @@ static int tensor_record_stream(lua_State *L) {
   lt_device dev = t->storage->device;
   if (dev.type != LT_DEVICE_CUDA) {
     ltb_push_device(L, dev);
-    return luaL_error(L, "%s: expected a CUDA tensor, got a tensor on %s", op,
+    return ltb_error(L, "%s: expected a CUDA tensor, got a tensor on %s", op,
                       lua_tostring(L, -1));
   }
   stream_ud *s = check_stream(L, 2, op);
   if (s->device != dev.index)
-    return luaL_error(L, "%s: the stream is on cuda:%d but the tensor is on cuda:%d", op,
+    return ltb_error(L, "%s: the stream is on cuda:%d but the tensor is on cuda:%d", op,
                       s->device, (int)dev.index);
   lt_status st = lt_storage_record_stream(t->storage, (lt_stream_id)s->id);
   if (st != LT_OK) return raise_from(L, op, st);

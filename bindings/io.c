@@ -27,7 +27,7 @@ static int count_entries(lua_State *L, int idx) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    if (n == INT32_MAX) luaL_error(L, "save: too many entries");
+    if (n == INT32_MAX) ltb_error(L, "save: too many entries");
     n++;
   }
   return n;
@@ -37,7 +37,7 @@ static int count_entries(lua_State *L, int idx) {
  * keeps them alive for the call). */
 static int read_tensors_table(lua_State *L, int idx, const char ***names, lt_tensor ***tensors) {
   if (!lua_istable(L, idx))
-    luaL_error(L, "save: expected a table of tensors {name = tensor, ...}, got %s",
+    ltb_error(L, "save: expected a table of tensors {name = tensor, ...}, got %s",
                luaL_typename(L, idx));
   int n = count_entries(L, idx);
   *names = scratch(L, (size_t)n, sizeof **names);
@@ -46,16 +46,16 @@ static int read_tensors_table(lua_State *L, int idx, const char ***names, lt_ten
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_error(L, "save: tensor names must be strings, got a %s key", luaL_typename(L, -2));
+      ltb_error(L, "save: tensor names must be strings, got a %s key", luaL_typename(L, -2));
     ltb_handle *h = ltb_test_handle(L, -1);
     if (!h)
-      luaL_error(L, "save: '%s' is a %s, not a tensor", lua_tostring(L, -2),
+      ltb_error(L, "save: '%s' is a %s, not a tensor", lua_tostring(L, -2),
                  luaL_typename(L, -1));
-    if (!h->tensor) luaL_error(L, "save: attempt to use a freed tensor ('%s')", lua_tostring(L, -2));
+    if (!h->tensor) ltb_error(L, "save: attempt to use a freed tensor ('%s')", lua_tostring(L, -2));
     lt_tensor *t = h->tensor;
     size_t len;
     (*names)[i] = lua_tolstring(L, -2, &len);
-    if (strlen((*names)[i]) != len) luaL_error(L, "save: a tensor name contains a NUL character");
+    if (strlen((*names)[i]) != len) ltb_error(L, "save: a tensor name contains a NUL character");
     (*tensors)[i] = t;
     i++;
     lua_pop(L, 1);
@@ -70,16 +70,16 @@ static int read_metadata(lua_State *L, int opts, const char ***keys, const char 
   *keys = *values = NULL;
   if (lua_isnoneornil(L, opts)) return 0;
   if (!lua_istable(L, opts))
-    luaL_error(L, "save: expected an options table {metadata = {...}}, got %s",
+    ltb_error(L, "save: expected an options table {metadata = {...}}, got %s",
                luaL_typename(L, opts));
   lua_pushnil(L);
   while (lua_next(L, opts)) {
     if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "metadata") != 0)
-      luaL_error(L, "save: unknown option '%s'", luaL_tolstring(L, -2, NULL));
+      ltb_error(L, "save: unknown option '%s'", luaL_tolstring(L, -2, NULL));
     lua_pop(L, 1);
   }
   if (lua_getfield(L, opts, "metadata") != LUA_TTABLE)
-    luaL_error(L, "save: option 'metadata' must be a table of strings, got %s",
+    ltb_error(L, "save: option 'metadata' must be a table of strings, got %s",
                luaL_typename(L, -1));
   int meta = lua_gettop(L);
   int n = count_entries(L, meta);
@@ -90,16 +90,16 @@ static int read_metadata(lua_State *L, int opts, const char ***keys, const char 
   lua_pushnil(L);
   while (lua_next(L, meta)) {
     if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_error(L, "save: metadata keys must be strings, got a %s key", luaL_typename(L, -2));
+      ltb_error(L, "save: metadata keys must be strings, got a %s key", luaL_typename(L, -2));
     int type = lua_type(L, -1);
     if (type != LUA_TSTRING && type != LUA_TNUMBER)
-      luaL_error(L, "save: metadata value of '%s' must be a string or a number, got %s",
+      ltb_error(L, "save: metadata value of '%s' must be a string or a number, got %s",
                  lua_tostring(L, -2), luaL_typename(L, -1));
     size_t len;
     (*keys)[i] = lua_tolstring(L, -2, &len);
-    if (strlen((*keys)[i]) != len) luaL_error(L, "save: a metadata key contains a NUL character");
+    if (strlen((*keys)[i]) != len) ltb_error(L, "save: a metadata key contains a NUL character");
     if (type == LUA_TSTRING && strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
-      luaL_error(L, "save: metadata value of '%s' contains a NUL character", (*keys)[i]);
+      ltb_error(L, "save: metadata value of '%s' contains a NUL character", (*keys)[i]);
     if (type == LUA_TNUMBER) {
       luaL_tolstring(L, -1, NULL);
       lua_rawseti(L, keep, i + 1);
@@ -204,14 +204,14 @@ static int index_select_fn(lua_State *L) {
 static int lt_randperm_fn(lua_State *L) {
   const char *op = "randperm";
   lua_Integer n = ltb_check_integer(L, 1, op, "n");
-  if (n < 0) return luaL_error(L, "%s: n must be non-negative, got %I", op, n);
+  if (n < 0) return ltb_error(L, "%s: n must be non-negative, got %I", op, n);
   lt_rng_state gen = {0, 0}, *use = NULL;
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
     lua_pushnil(L);
     while (lua_next(L, 2)) {
       if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "seed") != 0)
-        return luaL_error(L, "%s: unknown option '%s'", op, luaL_tolstring(L, -2, NULL));
+        return ltb_error(L, "%s: unknown option '%s'", op, luaL_tolstring(L, -2, NULL));
       gen.seed = (uint64_t)ltb_check_integer(L, -1, op, "the seed");
       use = &gen;
       lua_pop(L, 1);
@@ -254,7 +254,7 @@ static int lt_set_rng_state_fn(lua_State *L) {
   if (!text || strncmp(text, RNG_STATE_PREFIX, strlen(RNG_STATE_PREFIX)) != 0 ||
       !parse_u64(text + strlen(RNG_STATE_PREFIX), ':', &s.seed, &p) ||
       !parse_u64(p + 1, '\0', &s.offset, &p))
-    return luaL_error(L, "set_rng_state: expected a state string from lt.get_rng_state() "
+    return ltb_error(L, "set_rng_state: expected a state string from lt.get_rng_state() "
                       "(\"philox:<seed>:<offset>\"), got %s",
                       text ? lua_pushfstring(L, "'%s'", text) : luaL_typename(L, 1));
   lt_rng_set_state(s);

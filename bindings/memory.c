@@ -414,21 +414,21 @@ static int memory_set_limit(lua_State *L) {
   size_t bytes = 0;
   if (!lua_isnoneornil(L, 1)) {
     if (lua_type(L, 1) != LUA_TNUMBER)
-      return luaL_error(L, "%s: expected a number of bytes, a fraction or nil, got %s", op,
+      return ltb_error(L, "%s: expected a number of bytes, a fraction or nil, got %s", op,
                         luaL_typename(L, 1));
     if (lua_isinteger(L, 1)) {
       lua_Integer n = lua_tointeger(L, 1);
-      if (n < 0) return luaL_error(L, "%s: the limit must not be negative, got %I", op, n);
+      if (n < 0) return ltb_error(L, "%s: the limit must not be negative, got %I", op, n);
       bytes = (size_t)n;
     } else {
       double f = lua_tonumber(L, 1);
       if (!(f >= 0.0) || f > 9.0e18)
-        return luaL_error(L, "%s: invalid limit %f", op, (lua_Number)f);
+        return ltb_error(L, "%s: invalid limit %f", op, (lua_Number)f);
       if (f > 0.0 && f <= 1.0) {
         size_t total = device_total_bytes(dev);
         char name[16];
         if (total == 0)
-          return luaL_error(L, "%s: the total memory of %s is unknown: give the limit in bytes",
+          return ltb_error(L, "%s: the total memory of %s is unknown: give the limit in bytes",
                             op, lt_device_name(dev, name));
         bytes = (size_t)(f * (double)total);
         if (bytes == 0) bytes = 1; /* a positive fraction is never "no limit" */
@@ -456,7 +456,7 @@ static int memory_del(lua_State *L) {
   for (int i = 1; i <= n; i++) {
     if (lua_isnil(L, i)) continue;
     ltb_handle *h = ltb_test_handle(L, i);
-    if (!h) return luaL_error(L, "del: expected tensors, got %s (argument %d)", luaL_typename(L, i), i);
+    if (!h) return ltb_error(L, "del: expected tensors, got %s (argument %d)", luaL_typename(L, i), i);
     total += ltb_release_at(L, i, h);
   }
   lua_pushinteger(L, (lua_Integer)total);

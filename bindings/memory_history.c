@@ -30,12 +30,12 @@ static int memory_record(lua_State *L) {
       lua_pop(L, 1);
       const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "?";
       if (strcmp(key, "max_events") != 0)
-        return luaL_error(L, "%s: unknown option '%s' (expected max_events)", op, key);
+        return ltb_error(L, "%s: unknown option '%s' (expected max_events)", op, key);
     }
     lua_getfield(L, 2, "max_events");
     if (!lua_isnil(L, -1)) {
       lua_Integer n = ltb_check_integer(L, -1, op, "max_events");
-      if (n < 1) return luaL_error(L, "%s: max_events must be positive, got %I", op, n);
+      if (n < 1) return ltb_error(L, "%s: max_events must be positive, got %I", op, n);
       max_events = (size_t)n;
     }
     lua_pop(L, 1);

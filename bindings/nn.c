@@ -17,7 +17,7 @@
 static lt_tensor *opt_tensor(lua_State *L, int arg, const char *op, const char *what) {
   if (lua_isnoneornil(L, arg)) return NULL;
   lt_tensor *t = ltb_test_tensor(L, arg);
-  if (!t) luaL_error(L, "%s: expected a tensor or nil for %s, got %s", op, what,
+  if (!t) ltb_error(L, "%s: expected a tensor or nil for %s, got %s", op, what,
                      luaL_typename(L, arg));
   return t;
 }
@@ -71,7 +71,7 @@ static lt_pool2d_opts read_pool_opts(lua_State *L, const char *op, bool is_max, 
     ltb_nn_opt_bool(L, *opts, op, "count_include_pad", &o.count_include_pad);
     int64_t divisor = 0;
     if (ltb_nn_opt_integer(L, *opts, op, "divisor_override", &divisor) && divisor < 1)
-      luaL_error(L, "%s: divisor_override must be positive, got %d", op, (int)divisor);
+      ltb_error(L, "%s: divisor_override must be positive, got %d", op, (int)divisor);
     o.divisor_override = divisor;
   }
   return o;
@@ -146,7 +146,7 @@ static int f_layer_norm(lua_State *L) {
   } else if (lua_istable(L, 2)) {
     const lua_Integer n = luaL_len(L, 2);
     if (n < 1 || n > LT_MAX_DIMS)
-      return luaL_error(L, "%s: normalized_shape must have 1 to %d sizes, got %d", op,
+      return ltb_error(L, "%s: normalized_shape must have 1 to %d sizes, got %d", op,
                         LT_MAX_DIMS, (int)n);
     for (int d = 0; d < (int)n; d++) {
       lua_rawgeti(L, 2, d + 1);
@@ -154,7 +154,7 @@ static int f_layer_norm(lua_State *L) {
       lua_pop(L, 1);
     }
   } else {
-    return luaL_error(L, "%s: normalized_shape must be an integer or a table of sizes, got %s",
+    return ltb_error(L, "%s: normalized_shape must be an integer or a table of sizes, got %s",
                       op, luaL_typename(L, 2));
   }
   lt_tensor *w = opt_tensor(L, 3, op, "the weight"), *b = opt_tensor(L, 4, op, "the bias");
@@ -181,7 +181,7 @@ static int f_gelu(lua_State *L) {
     if (a && strcmp(a, "tanh") == 0)
       approx = LT_GELU_TANH;
     else if (!a || strcmp(a, "none") != 0)
-      return luaL_error(L, "%s: approximate must be 'none' or 'tanh', got %s", op,
+      return ltb_error(L, "%s: approximate must be 'none' or 'tanh', got %s", op,
                         a ? a : luaL_typename(L, -1));
   }
   ltb_handle *h = ltb_new_handle(L);
@@ -192,7 +192,7 @@ static int f_gelu(lua_State *L) {
 static int softmax_like(lua_State *L, const char *op, bool log) {
   lt_tensor *x = ltb_check_tensor(L, 1, op), *out = NULL;
   if (lua_isnoneornil(L, 2))
-    return luaL_error(L, "%s: expected the dimension to normalise over (1 to %d, or -1)", op,
+    return ltb_error(L, "%s: expected the dimension to normalise over (1 to %d, or -1)", op,
                       x->ndim > 0 ? x->ndim : 1);
   const int dim = ltb_check_dim(L, 2, x->ndim, op);
   ltb_handle *h = ltb_new_handle(L);
@@ -209,7 +209,7 @@ static const char *const dropout_keys[] = {"training", "inplace", NULL};
 static void opt_bool_arg(lua_State *L, int arg, const char *op, const char *what, bool *out) {
   if (lua_isnoneornil(L, arg)) return;
   if (!lua_isboolean(L, arg))
-    luaL_error(L, "%s: %s must be a boolean, got %s", op, what, luaL_typename(L, arg));
+    ltb_error(L, "%s: %s must be a boolean, got %s", op, what, luaL_typename(L, arg));
   *out = lua_toboolean(L, arg);
 }
 
@@ -223,7 +223,7 @@ static int f_dropout(lua_State *L) {
   bool training = true, inplace = false;
   if (lua_istable(L, 3)) {
     if (!lua_isnone(L, 4))
-      return luaL_error(L, "%s: expected nothing after the options table, got %s", op,
+      return ltb_error(L, "%s: expected nothing after the options table, got %s", op,
                         luaL_typename(L, 4));
     const int opts = ltb_nn_options(L, 3, op, dropout_keys);
     ltb_nn_opt_bool(L, opts, op, "training", &training);
@@ -255,7 +255,7 @@ static int f_embedding(lua_State *L) {
   lt_embedding_opts o = {LUA_INDEX_BASE, false, 0};
   o.has_padding_idx = ltb_nn_opt_integer(L, opts, op, "padding_idx", &o.padding_idx);
   if (o.has_padding_idx && o.padding_idx == 0)
-    return luaL_error(L, "%s: padding_idx 0 is not an index (indices start at 1; -1 is the last)",
+    return ltb_error(L, "%s: padding_idx 0 is not an index (indices start at 1; -1 is the last)",
                       op);
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_embedding(w, idx, &o, &out);

@@ -8,7 +8,7 @@
 int ltb_nn_options(lua_State *L, int idx, const char *op, const char *const *known) {
   if (lua_isnoneornil(L, idx)) return 0;
   if (!lua_istable(L, idx))
-    luaL_error(L, "%s: expected an options table, got %s", op, luaL_typename(L, idx));
+    ltb_error(L, "%s: expected an options table, got %s", op, luaL_typename(L, idx));
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -25,7 +25,7 @@ int ltb_nn_options(lua_State *L, int idx, const char *op, const char *const *kno
         luaL_addstring(&b, known[k]);
       }
       luaL_pushresult(&b);
-      luaL_error(L, "%s: unknown option '%s' (expected one of %s)", op, text,
+      ltb_error(L, "%s: unknown option '%s' (expected one of %s)", op, text,
                  lua_tostring(L, -1));
     }
   }
@@ -43,7 +43,7 @@ static bool get_option(lua_State *L, int opts, const char *key) {
 bool ltb_nn_opt_bool(lua_State *L, int opts, const char *op, const char *key, bool *out) {
   if (!get_option(L, opts, key)) return false;
   if (!lua_isboolean(L, -1))
-    luaL_error(L, "%s: %s must be a boolean, got %s", op, key, luaL_typename(L, -1));
+    ltb_error(L, "%s: %s must be a boolean, got %s", op, key, luaL_typename(L, -1));
   *out = lua_toboolean(L, -1);
   lua_pop(L, 1);
   return true;
@@ -52,7 +52,7 @@ bool ltb_nn_opt_bool(lua_State *L, int opts, const char *op, const char *key, bo
 bool ltb_nn_opt_number(lua_State *L, int opts, const char *op, const char *key, double *out) {
   if (!get_option(L, opts, key)) return false;
   if (lua_type(L, -1) != LUA_TNUMBER)
-    luaL_error(L, "%s: %s must be a number, got %s", op, key, luaL_typename(L, -1));
+    ltb_error(L, "%s: %s must be a number, got %s", op, key, luaL_typename(L, -1));
   *out = lua_tonumber(L, -1);
   lua_pop(L, 1);
   return true;
@@ -62,7 +62,7 @@ static int64_t to_integer(lua_State *L, int idx, const char *op, const char *wha
   int is_int;
   lua_Integer v = lua_tointegerx(L, idx, &is_int);
   if (!is_int || lua_type(L, idx) != LUA_TNUMBER)
-    luaL_error(L, "%s: %s must be an integer, got %s", op, what,
+    ltb_error(L, "%s: %s must be an integer, got %s", op, what,
                lua_type(L, idx) == LUA_TNUMBER ? lua_tostring(L, idx) : luaL_typename(L, idx));
   return (int64_t)v;
 }
@@ -87,11 +87,11 @@ static void read_pair(lua_State *L, int idx, const char *op, const char *what, i
       lua_pop(L, 1);
     }
   } else {
-    luaL_error(L, "%s: %s must be an integer or a pair {h, w}, got %s", op, what,
+    ltb_error(L, "%s: %s must be an integer or a pair {h, w}, got %s", op, what,
                luaL_typename(L, idx));
   }
   if (out[0] < min || out[1] < min)
-    luaL_error(L, "%s: %s must be at least %d, got %d x %d", op, what, (int)min, (int)out[0],
+    ltb_error(L, "%s: %s must be at least %d, got %d x %d", op, what, (int)min, (int)out[0],
                (int)out[1]);
 }
 
@@ -118,7 +118,7 @@ bool ltb_nn_opt_reduction(lua_State *L, int opts, const char *op, lt_reduction *
   else if (r && strcmp(r, "none") == 0)
     *out = LT_REDUCTION_NONE;
   else
-    luaL_error(L, "%s: reduction must be 'mean', 'sum' or 'none', got %s", op,
+    ltb_error(L, "%s: reduction must be 'mean', 'sum' or 'none', got %s", op,
                r ? r : luaL_typename(L, -1));
   lua_pop(L, 1);
   return true;
@@ -128,8 +128,8 @@ bool ltb_nn_opt_tensor(lua_State *L, int opts, const char *op, const char *key,
                        lt_tensor **out) {
   if (!get_option(L, opts, key)) return false;
   ltb_handle *h = ltb_test_handle(L, -1);
-  if (!h) luaL_error(L, "%s: %s must be a tensor, got %s", op, key, luaL_typename(L, -1));
-  if (!h->tensor) luaL_error(L, "%s: attempt to use a freed tensor (option %s)", op, key);
+  if (!h) ltb_error(L, "%s: %s must be a tensor, got %s", op, key, luaL_typename(L, -1));
+  if (!h->tensor) ltb_error(L, "%s: attempt to use a freed tensor (option %s)", op, key);
   *out = h->tensor;
   lua_pop(L, 1);
   return true;

@@ -18,7 +18,7 @@ static lt_tensor *opt_tensor(lua_State *L, int idx, const char *op) {
  * instead of when the collector finds the handle. */
 static lt_tensor *grad_arg(lua_State *L, int idx, const lt_tensor *param, const char *op) {
   if (lua_isboolean(L, idx)) {
-    if (param->grad == NULL) luaL_error(L, "%s: the parameter has no gradient", op);
+    if (param->grad == NULL) ltb_error(L, "%s: the parameter has no gradient", op);
     return param->grad;
   }
   return ltb_check_tensor(L, idx, op);
@@ -82,7 +82,7 @@ static int optim_adam_step(lua_State *L) {
 /* The length of the list at idx (a table), named `what` in errors. */
 static int64_t list_len(lua_State *L, int idx, const char *op, const char *what) {
   if (!lua_istable(L, idx))
-    luaL_error(L, "%s: %s must be a list of tensors, got %s", op, what, luaL_typename(L, idx));
+    ltb_error(L, "%s: %s must be a list of tensors, got %s", op, what, luaL_typename(L, idx));
   return (int64_t)luaL_len(L, idx);
 }
 
@@ -90,14 +90,14 @@ static int64_t list_len(lua_State *L, int idx, const char *op, const char *what)
 static void read_tensors(lua_State *L, int idx, int64_t n, const char *op, const char *what,
                          lt_tensor **out) {
   if (list_len(L, idx, op, what) != n)
-    luaL_error(L, "%s: %s has %I entries but there are %I parameters", op, what,
+    ltb_error(L, "%s: %s has %I entries but there are %I parameters", op, what,
                (lua_Integer)luaL_len(L, idx), (lua_Integer)n);
   for (int64_t i = 0; i < n; i++) {
     lua_geti(L, idx, (lua_Integer)(i + 1));
     ltb_handle *h = ltb_test_handle(L, -1);
-    if (!h) luaL_error(L, "%s: %s[%I] is not a tensor (got %s)", op, what,
+    if (!h) ltb_error(L, "%s: %s[%I] is not a tensor (got %s)", op, what,
                        (lua_Integer)(i + 1), luaL_typename(L, -1));
-    if (!h->tensor) luaL_error(L, "%s: attempt to use a freed tensor (%s[%I])", op, what, (lua_Integer)(i + 1));
+    if (!h->tensor) ltb_error(L, "%s: attempt to use a freed tensor (%s[%I])", op, what, (lua_Integer)(i + 1));
     out[i] = h->tensor;
     lua_pop(L, 1); /* the list keeps the handle, and so the tensor, alive */
   }
@@ -107,7 +107,7 @@ static void read_tensors(lua_State *L, int idx, int64_t n, const char *op, const
 static void own_grads(lua_State *L, int64_t n, lt_tensor *const *params, const char *op,
                       lt_tensor **out) {
   for (int64_t i = 0; i < n; i++) {
-    if (!params[i]->grad) luaL_error(L, "%s: parameter %I has no gradient", op, (lua_Integer)(i + 1));
+    if (!params[i]->grad) ltb_error(L, "%s: parameter %I has no gradient", op, (lua_Integer)(i + 1));
     out[i] = params[i]->grad;
   }
 }
@@ -181,13 +181,13 @@ static int optim_adam_many(lua_State *L) {
   const bool has_vmax = !lua_isnoneornil(L, 6);
   if (has_vmax) read_tensors(L, 6, n, name, "max_exp_avg_sqs", vmax);
   if (list_len(L, 7, name, "steps") != n)
-    luaL_error(L, "%s: steps has %I entries but there are %I parameters", name,
+    ltb_error(L, "%s: steps has %I entries but there are %I parameters", name,
                (lua_Integer)luaL_len(L, 7), (lua_Integer)n);
   for (int64_t i = 0; i < n; i++) {
     lua_geti(L, 7, (lua_Integer)(i + 1));
     int ok = 0;
     steps[i] = (int64_t)lua_tointegerx(L, -1, &ok);
-    if (!ok) luaL_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
+    if (!ok) ltb_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
                         luaL_typename(L, -1));
     lua_pop(L, 1);
   }
@@ -217,7 +217,7 @@ static int64_t count_calls(lua_State *L, const char *op, int64_t *total) {
   *total = 0;
   for (int64_t k = 1; k <= ncalls; k++) {
     if (lua_geti(L, 2, (lua_Integer)k) != LUA_TTABLE)
-      luaL_error(L, "%s: calls[%I] must be a table, got %s", op, (lua_Integer)k, luaL_typename(L, -1));
+      ltb_error(L, "%s: calls[%I] must be a table, got %s", op, (lua_Integer)k, luaL_typename(L, -1));
     lua_geti(L, -1, 1);
     *total += list_len(L, lua_gettop(L), op, "params");
     lua_pop(L, 2);
@@ -270,7 +270,7 @@ static int optim_sgd_calls(lua_State *L) {
     const int init_idx = call_field(L, c, 3);
     const bool has_init = lua_toboolean(L, init_idx);
     if (has_init && list_len(L, init_idx, name, "init_buffers") != n)
-      luaL_error(L, "%s: init_buffers has %I entries but there are %I parameters", name,
+      ltb_error(L, "%s: init_buffers has %I entries but there are %I parameters", name,
                  (lua_Integer)luaL_len(L, init_idx), (lua_Integer)n);
     for (int64_t i = 0; i < n; i++) {
       if (has_init) {
@@ -329,13 +329,13 @@ static int optim_adam_calls(lua_State *L) {
     if (has_vmax) read_tensors(L, vmax_idx, n, name, "max_exp_avg_sqs", vmax);
     const int steps_idx = call_field(L, c, 5);
     if (list_len(L, steps_idx, name, "steps") != n)
-      luaL_error(L, "%s: steps has %I entries but there are %I parameters", name,
+      ltb_error(L, "%s: steps has %I entries but there are %I parameters", name,
                  (lua_Integer)luaL_len(L, steps_idx), (lua_Integer)n);
     for (int64_t i = 0; i < n; i++) {
       lua_geti(L, steps_idx, (lua_Integer)(i + 1));
       int ok = 0;
       steps[at + i] = (int64_t)lua_tointegerx(L, -1, &ok);
-      if (!ok) luaL_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
+      if (!ok) ltb_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
                           luaL_typename(L, -1));
       lua_pop(L, 1);
     }
@@ -376,7 +376,7 @@ static int optim_unscale_many(lua_State *L) {
   if (lua_toboolean(L, 4)) {
     for (int64_t i = 0; i < n; i++) {
       if (!grads[i]->grad)
-        luaL_error(L, "%s: parameter %I has no gradient", op, (lua_Integer)(i + 1));
+        ltb_error(L, "%s: parameter %I has no gradient", op, (lua_Integer)(i + 1));
       grads[i] = grads[i]->grad;
     }
   }
@@ -396,7 +396,7 @@ static int optim_unscale_calls(lua_State *L) {
   lua_settop(L, 3); /* the scratch userdata goes above the arguments */
   const int64_t ncalls = list_len(L, 1, op, "lists");
   if (list_len(L, 2, op, "flags") != ncalls)
-    luaL_error(L, "%s: flags has %I entries but there are %I lists", op, (lua_Integer)luaL_len(L, 2),
+    ltb_error(L, "%s: flags has %I entries but there are %I lists", op, (lua_Integer)luaL_len(L, 2),
                (lua_Integer)ncalls);
   const double inv_scale = ltb_check_number(L, 3, op, "inv_scale");
   int64_t total = 0;

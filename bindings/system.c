@@ -8,6 +8,7 @@
 
 #include <lauxlib.h>
 
+#include "args.h"
 #include "bindings.h"
 
 /* lt.clock(): seconds on a monotonic clock, as a float. */
@@ -21,7 +22,7 @@ static int l_clock(lua_State *L) {
 /* lt.peak_rss(): the process's peak resident memory in bytes. */
 static int l_peak_rss(lua_State *L) {
   struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) != 0) return luaL_error(L, "peak_rss: getrusage failed");
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return ltb_error(L, "peak_rss: getrusage failed");
   lua_pushinteger(L, (lua_Integer)ru.ru_maxrss * 1024); /* Linux reports KiB */
   return 1;
 }

@@ -12,7 +12,7 @@ static const unsigned CREATE_OPTIONS = LTB_OPT_DTYPE | LTB_OPT_DEVICE | LTB_OPT_
 
 static void no_more_arguments(lua_State *L, int idx, const char *op) {
   if (!lua_isnone(L, idx))
-    luaL_error(L, "%s: unexpected %s after the options table", op, luaL_typename(L, idx));
+    ltb_error(L, "%s: unexpected %s after the options table", op, luaL_typename(L, idx));
 }
 
 /* Finishes a creation: requires_grad is set on the new tensor. */
@@ -59,7 +59,7 @@ static void infer_shape(lua_State *L, int idx, nested *n) {
   lua_pushvalue(L, idx);
   while (lua_istable(L, -1)) {
     if (n->ndim == LT_MAX_DIMS)
-      luaL_error(L, "tensor: nested tables deeper than %d dimensions", LT_MAX_DIMS);
+      ltb_error(L, "tensor: nested tables deeper than %d dimensions", LT_MAX_DIMS);
     lua_Unsigned len = lua_rawlen(L, -1);
     n->shape[n->ndim++] = (int64_t)len;
     if (len == 0) break;
@@ -70,7 +70,7 @@ static void infer_shape(lua_State *L, int idx, nested *n) {
   n->numel = 1;
   for (int i = 0; i < n->ndim; i++) {
     if (n->shape[i] > 0 && n->numel > ((int64_t)1 << 40) / n->shape[i])
-      luaL_error(L, "tensor: too many elements");
+      ltb_error(L, "tensor: too many elements");
     n->numel *= n->shape[i];
   }
 }
@@ -97,7 +97,7 @@ static void check_list_keys(lua_State *L, const nested *n, int depth, int64_t le
     if (!is_int || lua_type(L, -1) != LUA_TNUMBER || k < 1 || k > len) {
       const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_pushfstring(L, "'%s'", lua_tostring(L, -1))
                                                         : luaL_tolstring(L, -1, NULL);
-      luaL_error(L, "tensor: the table at %s has key %s, which is not part of a list (1..%I)",
+      ltb_error(L, "tensor: the table at %s has key %s, which is not part of a list (1..%I)",
                  push_position(L, n, depth), key, (lua_Integer)len);
     }
   }
@@ -109,11 +109,11 @@ static void walk(lua_State *L, nested *n, int depth) {
   int type = lua_type(L, -1);
   if (depth < n->ndim) {
     if (type != LUA_TTABLE)
-      luaL_error(L, "tensor: ragged nested table: expected a table at %s, got %s",
+      ltb_error(L, "tensor: ragged nested table: expected a table at %s, got %s",
                  push_position(L, n, depth), luaL_typename(L, -1));
     int64_t len = (int64_t)lua_rawlen(L, -1);
     if (len != n->shape[depth])
-      luaL_error(L, "tensor: ragged nested table: %I elements at %s, expected %I", (lua_Integer)len,
+      ltb_error(L, "tensor: ragged nested table: %I elements at %s, expected %I", (lua_Integer)len,
                  push_position(L, n, depth), (lua_Integer)n->shape[depth]);
     if (!n->buffer) check_list_keys(L, n, depth, len);
     for (int64_t i = 1; i <= len; i++) {
@@ -132,10 +132,10 @@ static void walk(lua_State *L, nested *n, int depth) {
   if (type == LUA_TNUMBER) k = lua_isinteger(L, -1) ? KIND_INT : KIND_FLOAT;
   else if (type == LUA_TBOOLEAN) k = KIND_BOOL;
   else if (type == LUA_TTABLE)
-    return (void)luaL_error(L, "tensor: ragged nested table: expected a number at %s, got a table",
+    return (void)ltb_error(L, "tensor: ragged nested table: expected a number at %s, got a table",
                             push_position(L, n, depth));
   else
-    return (void)luaL_error(L, "tensor: expected a number or a boolean at %s, got %s",
+    return (void)ltb_error(L, "tensor: expected a number or a boolean at %s, got %s",
                             push_position(L, n, depth), luaL_typename(L, -1));
   if (k > n->kind) n->kind = k;
 }
@@ -163,7 +163,7 @@ static int lt_tensor_fn(lua_State *L) {
   if (src) return copy_tensor(L, src, &o);
   int type = lua_type(L, 1);
   if (type != LUA_TTABLE && type != LUA_TNUMBER && type != LUA_TBOOLEAN)
-    return luaL_error(L, "tensor: expected a number, a boolean or nested tables of them, got %s",
+    return ltb_error(L, "tensor: expected a number, a boolean or nested tables of them, got %s",
                       luaL_typename(L, 1));
   luaL_checkstack(L, 2 * LT_MAX_DIMS + 8, "tensor");
   nested n;
@@ -218,7 +218,7 @@ static lt_status make_filled(const char *op, enum fill_kind kind, const int64_t 
 
 static void check_random_dtype(lua_State *L, enum fill_kind kind, lt_dtype dt, const char *op) {
   if ((kind == FILL_RAND || kind == FILL_RANDN) && !lt_dtype_is_floating(dt))
-    luaL_error(L, "%s: expected a floating point dtype, got %s", op, lt_dtype_name(dt));
+    ltb_error(L, "%s: expected a floating point dtype, got %s", op, lt_dtype_name(dt));
 }
 
 static int create_filled(lua_State *L) {
@@ -267,7 +267,7 @@ static lt_dtype scalar_dtype(lua_State *L, int idx, const char *op, double *v) {
     return LT_BOOL;
   }
   if (type != LUA_TNUMBER)
-    luaL_error(L, "%s: expected a number or a boolean for the value, got %s", op,
+    ltb_error(L, "%s: expected a number or a boolean for the value, got %s", op,
                luaL_typename(L, idx));
   *v = lua_tonumber(L, idx);
   return lua_isinteger(L, idx) ? LT_INT64 : LT_FLOAT32;
@@ -276,7 +276,7 @@ static lt_dtype scalar_dtype(lua_State *L, int idx, const char *op, double *v) {
 /* Sizes as one table or one integer at idx. */
 static void one_arg_sizes(lua_State *L, int idx, const char *op, int64_t *shape, int *ndim) {
   if (lua_type(L, idx) != LUA_TTABLE && lua_type(L, idx) != LUA_TNUMBER)
-    luaL_error(L, "%s: expected sizes as a table or an integer, got %s", op, luaL_typename(L, idx));
+    ltb_error(L, "%s: expected sizes as a table or an integer, got %s", op, luaL_typename(L, idx));
   lua_pushvalue(L, idx);
   int top = lua_gettop(L);
   ltb_check_sizes(L, top, op, false, shape, ndim);
@@ -321,7 +321,7 @@ static int lt_full_like_fn(lua_State *L) {
 static int lt_randint_fn(lua_State *L) {
   lua_Integer low = ltb_check_integer(L, 1, "randint", "low");
   lua_Integer high = ltb_check_integer(L, 2, "randint", "high");
-  if (high < low) return luaL_error(L, "randint: high %I is less than low %I", high, low);
+  if (high < low) return ltb_error(L, "randint: high %I is less than low %I", high, low);
   int64_t shape[LT_MAX_DIMS];
   int ndim;
   int next = ltb_check_sizes(L, 3, "randint", false, shape, &ndim);
@@ -351,7 +351,7 @@ static int lt_arange_fn(lua_State *L) {
   int nnum = 0;
   while (nnum < 3 && lua_type(L, nnum + 1) == LUA_TNUMBER) nnum++;
   if (nnum == 0)
-    return luaL_error(L, "%s: expected an end, or a start, an end and a step, got %s", op,
+    return ltb_error(L, "%s: expected an end, or a start, an end and a step, got %s", op,
                       luaL_typename(L, 1));
   ltb_options o;
   ltb_read_options(L, nnum + 1, op, CREATE_OPTIONS, &o);
@@ -367,9 +367,9 @@ static int lt_arange_fn(lua_State *L) {
     lua_Integer start = nnum > 1 ? lua_tointeger(L, 1) : 0;
     lua_Integer end = nnum > 1 ? lua_tointeger(L, 2) : lua_tointeger(L, 1);
     lua_Integer step = nnum > 2 ? lua_tointeger(L, 3) : 1;
-    if (step == 0) return luaL_error(L, "%s: step must not be 0", op);
+    if (step == 0) return ltb_error(L, "%s: step must not be 0", op);
     if ((step > 0 && end < start) || (step < 0 && end > start))
-      return luaL_error(L, "%s: end %I cannot be reached from start %I with step %I", op, end,
+      return ltb_error(L, "%s: end %I cannot be reached from start %I with step %I", op, end,
                         start, step);
     /* Unsigned: the span of two int64 values (say math.mininteger to
      * math.maxinteger) and the elements' offsets can pass INT64_MAX, although
@@ -379,7 +379,7 @@ static int lt_arange_fn(lua_State *L) {
     const lua_Unsigned s = step > 0 ? (lua_Unsigned)step : 0u - (lua_Unsigned)step;
     const lua_Unsigned n = span / s + (span % s != 0);
     if (n > (lua_Unsigned)1e12)
-      return luaL_error(L, "%s: too many elements (%I to %I by %I)", op, start, end, step);
+      return ltb_error(L, "%s: too many elements (%I to %I by %I)", op, start, end, step);
     count = (int64_t)n;
     buffer = lua_newuserdatauv(L, (size_t)(count > 0 ? count : 1) * sizeof(int64_t), 0);
     for (int64_t i = 0; i < count; i++)
@@ -390,12 +390,12 @@ static int lt_arange_fn(lua_State *L) {
     double start = nnum > 1 ? lua_tonumber(L, 1) : 0.0;
     double end = nnum > 1 ? lua_tonumber(L, 2) : lua_tonumber(L, 1);
     double step = nnum > 2 ? lua_tonumber(L, 3) : 1.0;
-    if (step == 0.0) return luaL_error(L, "%s: step must not be 0", op);
+    if (step == 0.0) return ltb_error(L, "%s: step must not be 0", op);
     double n = ceil((end - start) / step);
     if (!(n >= 0.0))
-      return luaL_error(L, "%s: end %f cannot be reached from start %f with step %f", op,
+      return ltb_error(L, "%s: end %f cannot be reached from start %f with step %f", op,
                         (lua_Number)end, (lua_Number)start, (lua_Number)step);
-    if (n > 1e12) return luaL_error(L, "%s: too many elements (%f)", op, (lua_Number)n);
+    if (n > 1e12) return ltb_error(L, "%s: too many elements (%f)", op, (lua_Number)n);
     count = (int64_t)n;
     buffer = lua_newuserdatauv(L, (size_t)(count > 0 ? count : 1) * sizeof(double), 0);
     for (int64_t i = 0; i < count; i++) ((double *)buffer)[i] = start + (double)i * step;

@@ -38,7 +38,7 @@ static bool to_scalar(lua_State *L, int idx, double *v, bool *is_integer) {
 }
 
 static int operand_error(lua_State *L, int idx, const char *op) {
-  return luaL_error(L, "%s: expected a tensor or a number, got %s", op, luaL_typename(L, idx));
+  return ltb_error(L, "%s: expected a tensor or a number, got %s", op, luaL_typename(L, idx));
 }
 
 /* a op b, with a number on either side (also the arithmetic metamethods). */
@@ -118,7 +118,7 @@ static void read_bounds(lua_State *L, const char *op, bool *has_lo, double *lo, 
                         double *hi) {
   *has_lo = !lua_isnoneornil(L, 2);
   *has_hi = !lua_isnoneornil(L, 3);
-  if (!*has_lo && !*has_hi) luaL_error(L, "%s: at least one of lo and hi must be given", op);
+  if (!*has_lo && !*has_hi) ltb_error(L, "%s: at least one of lo and hi must be given", op);
   *lo = *has_lo ? ltb_check_number(L, 2, op, "lo") : 0.0;
   *hi = *has_hi ? ltb_check_number(L, 3, op, "hi") : 0.0;
 }
@@ -158,7 +158,7 @@ static int tensor_fill_(lua_State *L) {
   double v;
   bool is_int;
   if (!to_scalar(L, 2, &v, &is_int))
-    return luaL_error(L, "fill_: expected a number, got %s", luaL_typename(L, 2));
+    return ltb_error(L, "fill_: expected a number, got %s", luaL_typename(L, 2));
   return finish_inplace(L, lt_fill_(t, v));
 }
 
@@ -241,10 +241,10 @@ static int tensor_matmul(lua_State *L) {
 /* The tensors of the list at idx, in a buffer that lives on the Lua stack. */
 static lt_tensor **list_tensors(lua_State *L, int idx, const char *op, int *n) {
   if (!lua_istable(L, idx))
-    luaL_error(L, "%s: expected a list of tensors, got %s", op, luaL_typename(L, idx));
+    ltb_error(L, "%s: expected a list of tensors, got %s", op, luaL_typename(L, idx));
   lua_Unsigned len = lua_rawlen(L, idx);
-  if (len == 0) luaL_error(L, "%s: expected a non-empty list of tensors", op);
-  if (len > 1u << 24) luaL_error(L, "%s: too many tensors (%I)", op, (lua_Integer)len);
+  if (len == 0) ltb_error(L, "%s: expected a non-empty list of tensors", op);
+  if (len > 1u << 24) ltb_error(L, "%s: too many tensors (%I)", op, (lua_Integer)len);
   lt_tensor **ts = lua_newuserdatauv(L, (size_t)len * sizeof *ts, 0);
   for (lua_Unsigned i = 0; i < len; i++) {
     lua_rawgeti(L, idx, (lua_Integer)i + 1);
@@ -282,13 +282,13 @@ static int lt_pad_fn(lua_State *L) {
   const char *op = "pad";
   lt_tensor *x = ltb_check_tensor(L, 1, op), *out = NULL;
   if (!lua_istable(L, 2))
-    return luaL_error(L, "%s: expected a list of paddings {before, after, ...}, got %s", op,
+    return ltb_error(L, "%s: expected a list of paddings {before, after, ...}, got %s", op,
                       luaL_typename(L, 2));
   const lua_Unsigned n = lua_rawlen(L, 2);
   /* The engine says the same of any list longer than 2 per dim; one longer
    * than it could be for any tensor does not fit the buffer. */
   if (n > 2 * LT_MAX_DIMS)
-    return luaL_error(L,
+    return ltb_error(L,
                       "%s: the padding list has %I values, more than 2 per dimension of a "
                       "%d-dimensional tensor",
                       op, (lua_Integer)n, x->ndim);
@@ -301,10 +301,10 @@ static int lt_pad_fn(lua_State *L) {
   const int opts = ltb_nn_options(L, 3, op, pad_keys);
   if (opts && lua_getfield(L, opts, "mode") != LUA_TNIL) {
     if (lua_type(L, -1) != LUA_TSTRING)
-      return luaL_error(L, "%s: mode must be a string, got %s", op, luaL_typename(L, -1));
+      return ltb_error(L, "%s: mode must be a string, got %s", op, luaL_typename(L, -1));
     const char *mode = lua_tostring(L, -1);
     if (strcmp(mode, "constant") != 0)
-      return luaL_error(L, "%s: mode '%s' is not supported (expected 'constant')", op, mode);
+      return ltb_error(L, "%s: mode '%s' is not supported (expected 'constant')", op, mode);
   }
   double value = 0.0;
   ltb_nn_opt_number(L, opts, op, "value", &value);

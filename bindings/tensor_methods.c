@@ -62,7 +62,7 @@ static int tensor_requires_grad_(lua_State *L) {
   bool on = true;
   if (!lua_isnoneornil(L, 2)) {
     if (!lua_isboolean(L, 2))
-      return luaL_error(L, "requires_grad_: expected a boolean, got %s", luaL_typename(L, 2));
+      return ltb_error(L, "requires_grad_: expected a boolean, got %s", luaL_typename(L, 2));
     on = lua_toboolean(L, 2);
   }
   ltb_set_requires_grad(L, t, on, "requires_grad_");
@@ -78,7 +78,7 @@ static int reshape_like(lua_State *L, const char *op, bool view) {
   int ndim;
   int next = ltb_check_sizes(L, 2, op, true, shape, &ndim);
   if (!lua_isnone(L, next))
-    return luaL_error(L, "%s: unexpected %s after the sizes", op, luaL_typename(L, next));
+    return ltb_error(L, "%s: unexpected %s after the sizes", op, luaL_typename(L, next));
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = view ? lt_view(t, shape, ndim, &out) : lt_reshape(t, shape, ndim, &out);
   return ltb_finish(L, h, st, out);
@@ -93,7 +93,7 @@ static int tensor_expand(lua_State *L) {
   int ndim;
   int next = ltb_check_sizes(L, 2, "expand", true, shape, &ndim);
   if (!lua_isnone(L, next))
-    return luaL_error(L, "expand: unexpected %s after the sizes", luaL_typename(L, next));
+    return ltb_error(L, "expand: unexpected %s after the sizes", luaL_typename(L, next));
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_expand(t, shape, ndim, &out);
   return ltb_finish(L, h, st, out);
@@ -128,7 +128,7 @@ static int tensor_transpose(lua_State *L) {
 static int tensor_t(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "t"), *out = NULL;
   if (t->ndim > 2)
-    return luaL_error(L, "t: expected a tensor of at most 2 dimensions, got %d", t->ndim);
+    return ltb_error(L, "t: expected a tensor of at most 2 dimensions, got %d", t->ndim);
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = t->ndim < 2 ? lt_alias(t, &out) : lt_transpose(t, 0, 1, &out);
   return ltb_finish(L, h, st, out);
@@ -179,7 +179,7 @@ static int tensor_narrow(lua_State *L) {
   lua_Integer start = ltb_check_integer(L, 3, "narrow", "the start");
   lua_Integer length = ltb_check_integer(L, 4, "narrow", "the length");
   if (start == 0)
-    return luaL_error(L, "narrow: start 0 is out of range for dimension %d (positions start at 1)",
+    return ltb_error(L, "narrow: start 0 is out of range for dimension %d (positions start at 1)",
                       d + 1);
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_narrow(t, d, start > 0 ? start - 1 : start, length, &out);
@@ -274,10 +274,10 @@ static int tensor_to(lua_State *L) {
       ltb_require_device(L, dev, "to");
       return convert_ex(L, t, true, dev, false, dt, read_convert_flags(L, 3, "to"));
     }
-    return luaL_error(L, "to: unknown dtype or device '%s'", name);
+    return ltb_error(L, "to: unknown dtype or device '%s'", name);
   }
   if (!lua_istable(L, 2))
-    return luaL_error(L, "to: expected a dtype, a device, a tensor or an options table, got %s",
+    return ltb_error(L, "to: expected a dtype, a device, a tensor or an options table, got %s",
                       luaL_typename(L, 2));
   ltb_options o;
   ltb_read_options(L, 2, "to", LTB_OPT_DTYPE | LTB_OPT_DEVICE | LTB_OPT_COPY | LTB_OPT_NON_BLOCKING,
@@ -310,7 +310,7 @@ static int tensor_cuda(lua_State *L) {
   } else if (lua_type(L, 2) == LUA_TNUMBER) {
     dev.type = LT_DEVICE_CUDA;
     lua_Integer i = ltb_check_integer(L, 2, "cuda", "the device index");
-    if (i < 0 || i >= LT_MAX_DEVICES) return luaL_error(L, "cuda: invalid device index %I", i);
+    if (i < 0 || i >= LT_MAX_DEVICES) return ltb_error(L, "cuda: invalid device index %I", i);
     dev.index = (signed char)i;
   } else {
     dev = ltb_check_device(L, 2, "cuda");

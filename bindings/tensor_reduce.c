@@ -9,7 +9,7 @@ typedef lt_status (*reduce_fn)(const lt_tensor *, const int *, int, bool, lt_ten
 static bool opt_keepdim(lua_State *L, int idx, const char *op) {
   if (lua_isnoneornil(L, idx)) return false;
   if (!lua_isboolean(L, idx))
-    luaL_error(L, "%s: keepdim must be a boolean, got %s", op, luaL_typename(L, idx));
+    ltb_error(L, "%s: keepdim must be a boolean, got %s", op, luaL_typename(L, idx));
   return lua_toboolean(L, idx);
 }
 
@@ -19,17 +19,17 @@ static int reduce(lua_State *L, const char *op, reduce_fn fn) {
   int dims[LT_MAX_DIMS], n = 0;
   if (lua_type(L, 2) == LUA_TTABLE) {
     lua_Integer len = (lua_Integer)lua_rawlen(L, 2);
-    if (len > LT_MAX_DIMS) return luaL_error(L, "%s: too many dimensions (%I)", op, len);
+    if (len > LT_MAX_DIMS) return ltb_error(L, "%s: too many dimensions (%I)", op, len);
     for (int i = 0; i < (int)len; i++) {
       lua_rawgeti(L, 2, i + 1);
       lua_Integer d = ltb_check_integer(L, -1, op, "a dimension");
       dims[n] = ltb_wrap_dim(L, d, t->ndim, op);
       for (int j = 0; j < n; j++)
-        if (dims[j] == dims[n]) return luaL_error(L, "%s: dimension %I appears twice", op, d);
+        if (dims[j] == dims[n]) return ltb_error(L, "%s: dimension %I appears twice", op, d);
       n++;
       lua_pop(L, 1);
     }
-    if (n == 0) return luaL_error(L, "%s: the list of dimensions is empty", op);
+    if (n == 0) return ltb_error(L, "%s: the list of dimensions is empty", op);
   } else if (!lua_isnoneornil(L, 2)) {
     dims[n++] = ltb_check_dim(L, 2, t->ndim, op);
   }

@@ -194,7 +194,7 @@ tricks.training_peak = training_peak
 
 technique {
   id = "inplace_relu", name = "in-place ReLU", models = { "cnn", "mlp" },
-  explain = "nn.ReLU{inplace=true} overwrites its input: no pre-activation tensor left for the collector",
+  explain = "nn.ReLU{inplace=true} overwrites its input; ReLU saves its output either way and nothing saves the pre-activation, so a training step's peak stays",
   measure = function(model_name)
     return training_peak(model_name, { inplace = false }), training_peak(model_name, { inplace = true }), {}
   end,
@@ -202,7 +202,7 @@ technique {
 
 technique {
   id = "inplace_residual", name = "in-place residual add", models = { "mlp" },
-  explain = "z:add_(x):relu_() on the linear's output instead of relu(z + x): two tensors fewer per block",
+  explain = "z:add_(x):relu_() instead of relu(z + x): the sum is a temporary either way and the block saves the same tensors, so the peak stays",
   measure = function(model_name)
     return training_peak(model_name, { residual = true, inplace = false }),
       training_peak(model_name, { residual = true, inplace = true }), {}
@@ -263,7 +263,7 @@ end
 
 technique {
   id = "reuse_x", name = "reuse x, not x0..xn", models = { "cnn", "mlp" },
-  explain = "inference: x = layer(x) leaves old x to the collector instead of keeping every intermediate",
+  explain = "inference: x = layer(x) drops each intermediate once the next exists; a list x0..xn keeps all of them",
   measure = function(model_name)
     return tricks.forward_peak(model_name, forwards.keep_all), tricks.forward_peak(model_name, forwards.reuse), {}
   end,
@@ -271,7 +271,7 @@ technique {
 
 technique {
   id = "close", name = "<close> / lt.del", models = { "cnn", "mlp" },
-  explain = "inference: each intermediate released at once instead of when the collector gets to it",
+  explain = "inference: lt.del or <close> release each intermediate at once; lt collects what a script dropped before any new peak, so plain x = layer(x) peaks the same",
   measure = function(model_name)
     return tricks.forward_peak(model_name, forwards.reuse), tricks.forward_peak(model_name, forwards.close), {
       delete = tricks.forward_peak(model_name, forwards.delete),

@@ -93,32 +93,22 @@ describe("in-place activation and residual add", function()
   end)
 
   -- On the deep MLP: the CNN's row is the same mechanism, and its convolutions
-  -- are slow under the sanitizer build.
-  it("in-place ReLU lowers the training peak by at most the pre-activations", function()
-    for _, model_name in ipairs { "mlp" } do
-      local without, with = tricks.techniques.inplace_relu.measure(model_name)
-      -- What an out-of-place ReLU adds: its input, the pre-activation, which
-      -- no backward keeps (BatchNorm and Linear keep their inputs), left to
-      -- the collector. At most every one of them is still alive at the peak.
-      local model, x = tricks.setup(model_name)
-      local pre_activations = 0
-      lt.no_grad(function()
-        for _, layer in ipairs(tricks.layers(model)) do
-          if layer._name == "ReLU" then pre_activations = pre_activations + tricks.rounded_bytes(x) end
-          x = layer(x)
-        end
-      end)
-      assert.is_true(with < without, model_name)
-      assert.is_true(without - with <= pre_activations,
-        ("%s: saved %d bytes, pre-activations %d"):format(model_name, without - with, pre_activations))
-    end
+  -- are slow under the sanitizer build. An out-of-place ReLU's input (the
+  -- pre-activation) is kept by no backward (Linear keeps its input, ReLU its
+  -- output either way), so it is a temporary: reference counting frees it at
+  -- once, and so does lt, which collects what a script dropped before any new
+  -- peak (to within the 1% a collection mark allows). Theory: no saving.
+  it("in-place ReLU leaves the training peak where it was, as theory says", function()
+    local without, with = tricks.techniques.inplace_relu.measure("mlp")
+    assert.is_true(math.abs(without - with) <= without // 100,
+      ("without %d, with %d bytes"):format(without, with))
   end)
 
-  it("the in-place residual add lowers the training peak", function()
+  it("the in-place residual add leaves the training peak where it was", function()
+    -- The sum relu(z + x) is a temporary too: the block saves the same tensors.
     local without, with = tricks.techniques.inplace_residual.measure("mlp")
-    assert.is_true(with < without)
-    -- Two pre-activation tensors per block at most (linear output, sum).
-    assert.is_true(without - with <= 2 * tricks.MLP_DEPTH * MLP_ACTIVATION)
+    assert.is_true(math.abs(without - with) <= without // 100,
+      ("without %d, with %d bytes"):format(without, with))
   end)
 end)
 
