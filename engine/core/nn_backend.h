@@ -117,8 +117,7 @@ typedef struct lt_nn_backend {
                                   int64_t index_base, int64_t padding_row);
   /* max_pool2d (forward and backward) takes float16 and bfloat16 x, out, go
    * and gx as they are (a maximum is exact in any dtype); otherwise ops/
-   * converts them to float32. Last, so that positional tables (CUDA's)
-   * leave it false. */
+   * converts them to float32. */
   bool half_max_pool;
 } lt_nn_backend;
 
