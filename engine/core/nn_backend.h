@@ -23,8 +23,9 @@ typedef struct lt_nn_dim_geom {
 typedef struct lt_nn_backend {
   const char *name;
   /* linear and conv2d (forward and backward) take float16 and bfloat16
-   * operands as they are, accumulating in float32 (tensor cores), instead of
-   * getting them converted to float32 by ops/. */
+   * operands as they are, accumulating in float32, instead of
+   * getting them converted to float32 by ops/ (CUDA: tensor cores; the CPU:
+   * float32 blocks widened as they are packed, cpu_nn_lowp.h). */
   bool half_matmul;
   /* batch_norm (forward and backward) takes float16 and bfloat16 x, out,
    * go and gx as they are, with float32 weight, bias, running and saved
@@ -114,6 +115,10 @@ typedef struct lt_nn_backend {
   /* gw [n, d] (the kernel zeroes it); padding_row 0-based or -1. */
   lt_status (*embedding_backward)(lt_tensor *gw, const lt_tensor *go, const lt_tensor *indices,
                                   int64_t index_base, int64_t padding_row);
+  /* max_pool2d (forward and backward) takes float16 and bfloat16 x, out, go
+   * and gx as they are (a maximum is exact in any dtype); otherwise ops/
+   * converts them to float32. */
+  bool half_max_pool;
 } lt_nn_backend;
 
 /* The nn kernels for dev's type, or NULL when it has none. */

@@ -44,6 +44,13 @@ lt_status cpu_nn_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t 
                       const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
                       int64_t ldc);
 
+/* The same for float16 / bfloat16 operands (dt) and C: C = op(A) op(B)
+ * (+ bias[j] on every row when bias is given, dt too), summed in float32
+ * and rounded once; scratch from dev's allocator, at most C's bytes. */
+lt_status cpu_nn_gemm_lowp(lt_dtype dt, lt_device dev, bool ta, bool tb, int64_t m, int64_t n,
+                           int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                           const void *bias, void *c, int64_t ldc);
+
 /* Zeroes n elements of a float32/float64 buffer. */
 void cpu_nn_zero(void *p, int64_t n, bool f64);
 

@@ -3,9 +3,9 @@
 
 const lt_nn_backend lt_cpu_nn_backend = {
     .name = "cpu",
-    .half_matmul = false,
-    /* the CPU kernels read float32 or float64 only: ops/ converts 16-bit x */
-    .half_batch_norm = false,
+    .half_matmul = true, /* float32 tiles widened from 16-bit operands */
+    .half_max_pool = true,
+    .half_batch_norm = true, /* 16-bit x, out, go, gx read and written as they are */
     .linear = cpu_nn_linear,
     .linear_backward = cpu_nn_linear_backward,
     .conv2d = cpu_nn_conv2d,

@@ -2,18 +2,23 @@
  * task: a channel's statistics, its running-stat update and its normalised
  * output are computed together while the channel is in cache. Statistics
  * are two-pass (mean, then the mean of squared deviations) in double, which
- * avoids the cancellation of E[x^2] - E[x]^2. */
+ * avoids the cancellation of E[x^2] - E[x]^2. float16 and bfloat16 x, out,
+ * grad_output and grad_input are read and written as they are (the
+ * backend's half_batch_norm), with float32 per-channel tensors: values are
+ * widened as they are read and results rounded once. */
 #include <math.h>
 
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
+#include "cpu/cpu_nn_lowp.h"
 #include "lt/threads.h"
 
 typedef struct bn_job {
   const void *x, *go, *w, *b;
   void *out, *gx, *gw, *gb, *mean, *invstd, *rm, *rv;
   int64_t n, c, s;
-  bool training, f64;
+  bool training, f64; /* f64: every operand is float64 */
+  lt_dtype dt;        /* of x, out, go, gx */
   double momentum, eps;
 } bn_job;
 
@@ -44,24 +49,24 @@ static inline double lanes_total(const bn_lanes *l) {
 
 /* acc += x[base + p] over one row of s positions: lane k takes p = k, k +
  * BN_LANES, ..., and the tail goes to lanes 0, 1, ... in order. */
-NN_INLINE void row_sum(bn_lanes *acc, const void *x, int64_t base, int64_t s, bool f64) {
+NN_INLINE void row_sum(bn_lanes *acc, const void *x, int64_t base, int64_t s, lt_dtype dt) {
   int64_t p = 0;
   for (; p + BN_LANES <= s; p += BN_LANES)
-    for (int k = 0; k < BN_LANES; k++) acc->v[k] += nn_ld(x, base + p + k, f64);
-  for (int k = 0; p < s; p++, k++) acc->v[k] += nn_ld(x, base + p, f64);
+    for (int k = 0; k < BN_LANES; k++) acc->v[k] += nn_ld_dt(x, base + p + k, dt);
+  for (int k = 0; p < s; p++, k++) acc->v[k] += nn_ld_dt(x, base + p, dt);
 }
 
 /* acc += (x[base + p] - mean)^2 over one row. */
 NN_INLINE void row_sq(bn_lanes *acc, const void *x, int64_t base, int64_t s, double mean,
-                      bool f64) {
+                      lt_dtype dt) {
   int64_t p = 0;
   for (; p + BN_LANES <= s; p += BN_LANES)
     for (int k = 0; k < BN_LANES; k++) {
-      const double d = nn_ld(x, base + p + k, f64) - mean;
+      const double d = nn_ld_dt(x, base + p + k, dt) - mean;
       acc->v[k] += d * d;
     }
   for (int k = 0; p < s; p++, k++) {
-    const double d = nn_ld(x, base + p, f64) - mean;
+    const double d = nn_ld_dt(x, base + p, dt) - mean;
     acc->v[k] += d * d;
   }
 }
@@ -77,17 +82,24 @@ static void affine_row_f32(const float *restrict x, float *restrict y, int64_t s
   for (int64_t p = 0; p < s; p++) y[p] = x[p] * scale + shift;
 }
 
-NN_INLINE void bn_forward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64) {
+/* The same for 16-bit rows, in float, rounded once. */
+NN_INLINE void affine_row_lowp(const uint16_t *restrict x, uint16_t *restrict y, int64_t s,
+                               float scale, float shift, lt_dtype dt) {
+  for (int64_t p = 0; p < s; p++) nn_st_dt(y, p, dt, nn_ld_dt(x, p, dt) * scale + shift);
+}
+
+NN_INLINE void bn_forward_impl(const bn_job *j, int64_t c0, int64_t c1, lt_dtype dt) {
+  const bool f64 = dt == LT_FLOAT64;
   const int64_t count = j->n * j->s;
   for (int64_t c = c0; c < c1; c++) {
     double mean, invstd;
     if (j->training) {
       bn_lanes acc;
       lanes_clear(&acc);
-      for (int64_t i = 0; i < j->n; i++) row_sum(&acc, j->x, (i * j->c + c) * j->s, j->s, f64);
+      for (int64_t i = 0; i < j->n; i++) row_sum(&acc, j->x, (i * j->c + c) * j->s, j->s, dt);
       mean = lanes_total(&acc) / (double)count;
       lanes_clear(&acc);
-      for (int64_t i = 0; i < j->n; i++) row_sq(&acc, j->x, (i * j->c + c) * j->s, j->s, mean, f64);
+      for (int64_t i = 0; i < j->n; i++) row_sq(&acc, j->x, (i * j->c + c) * j->s, j->s, mean, dt);
       const double sq = lanes_total(&acc);
       const double var = sq / (double)count;
       invstd = 1.0 / sqrt(var + j->eps);
@@ -113,19 +125,24 @@ NN_INLINE void bn_forward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64
       if (f64)
         for (int64_t p = 0; p < j->s; p++)
           nn_st(j->out, base + p, f64, nn_ld(j->x, base + p, f64) * scale + shift);
-      else
+      else if (dt == LT_FLOAT32)
         affine_row_f32((const float *)j->x + base, (float *)j->out + base, j->s, (float)scale,
                        (float)shift);
+      else
+        affine_row_lowp((const uint16_t *)j->x + base, (uint16_t *)j->out + base, j->s,
+                        (float)scale, (float)shift, dt);
     }
   }
 }
 
 LT_CPU_CLONES static void bn_forward_range(void *ctx, int64_t c0, int64_t c1) {
   const bn_job *j = ctx;
-  if (j->f64)
-    bn_forward_impl(j, c0, c1, true);
-  else
-    bn_forward_impl(j, c0, c1, false);
+  switch (j->dt) {
+    case LT_FLOAT64: bn_forward_impl(j, c0, c1, LT_FLOAT64); break;
+    case LT_FLOAT16: bn_forward_impl(j, c0, c1, LT_FLOAT16); break;
+    case LT_BFLOAT16: bn_forward_impl(j, c0, c1, LT_BFLOAT16); break;
+    default: bn_forward_impl(j, c0, c1, LT_FLOAT32); break;
+  }
 }
 
 lt_status cpu_nn_batch_norm(lt_tensor *out, lt_tensor *save_mean, lt_tensor *save_invstd,
@@ -145,6 +162,7 @@ lt_status cpu_nn_batch_norm(lt_tensor *out, lt_tensor *save_mean, lt_tensor *sav
               .s = x->shape[2],
               .training = training,
               .f64 = nn_is_f64(x),
+              .dt = x->dtype,
               .momentum = momentum,
               .eps = eps};
   lt_parallel_for(j.c, channel_grain(&j), bn_forward_range, &j);
@@ -153,18 +171,19 @@ lt_status cpu_nn_batch_norm(lt_tensor *out, lt_tensor *save_mean, lt_tensor *sav
 
 /* go_acc += go and gx_acc += go (x - mean) over one row, lanes as row_sum. */
 NN_INLINE void row_sums_backward(bn_lanes *go_acc, bn_lanes *gx_acc, const void *go,
-                                 const void *x, int64_t base, int64_t s, double mean, bool f64) {
+                                 const void *x, int64_t base, int64_t s, double mean,
+                                 lt_dtype dt) {
   int64_t p = 0;
   for (; p + BN_LANES <= s; p += BN_LANES)
     for (int k = 0; k < BN_LANES; k++) {
-      const double g = nn_ld(go, base + p + k, f64);
+      const double g = nn_ld_dt(go, base + p + k, dt);
       go_acc->v[k] += g;
-      gx_acc->v[k] += g * (nn_ld(x, base + p + k, f64) - mean);
+      gx_acc->v[k] += g * (nn_ld_dt(x, base + p + k, dt) - mean);
     }
   for (int k = 0; p < s; p++, k++) {
-    const double g = nn_ld(go, base + p, f64);
+    const double g = nn_ld_dt(go, base + p, dt);
     go_acc->v[k] += g;
-    gx_acc->v[k] += g * (nn_ld(x, base + p, f64) - mean);
+    gx_acc->v[k] += g * (nn_ld_dt(x, base + p, dt) - mean);
   }
 }
 
@@ -176,10 +195,20 @@ static void grad_row_f32(const float *restrict x, const float *restrict go, floa
   for (int64_t p = 0; p < s; p++) gx[p] = k * (go[p] - mean_go - (x[p] - mean) * xproj);
 }
 
+NN_INLINE void grad_row_lowp(const uint16_t *restrict x, const uint16_t *restrict go,
+                             uint16_t *restrict gx, int64_t s, float mean, float xproj,
+                             float mean_go, float k, lt_dtype dt) {
+  for (int64_t p = 0; p < s; p++) {
+    const float v = k * ((float)nn_ld_dt(go, p, dt) - mean_go - ((float)nn_ld_dt(x, p, dt) - mean) * xproj);
+    nn_st_dt(gx, p, dt, v);
+  }
+}
+
 /* Training: y depends on x also through the batch statistics, so
  *   gx = w invstd (go - mean(go) - xhat mean(go xhat));
  * eval: the statistics are constants and gx = w invstd go. */
-NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f64) {
+NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, lt_dtype dt) {
+  const bool f64 = dt == LT_FLOAT64;
   const double count = (double)(j->n * j->s);
   for (int64_t c = c0; c < c1; c++) {
     const double mean = nn_ld(j->mean, c, f64), invstd = nn_ld(j->invstd, c, f64);
@@ -188,7 +217,7 @@ NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f6
     lanes_clear(&go_acc);
     lanes_clear(&gx_acc);
     for (int64_t i = 0; i < j->n; i++)
-      row_sums_backward(&go_acc, &gx_acc, j->go, j->x, (i * j->c + c) * j->s, j->s, mean, f64);
+      row_sums_backward(&go_acc, &gx_acc, j->go, j->x, (i * j->c + c) * j->s, j->s, mean, dt);
     const double sum_go = lanes_total(&go_acc), sum_go_xhat = lanes_total(&gx_acc) * invstd;
     if (j->gw) nn_st(j->gw, c, f64, sum_go_xhat);
     if (j->gb) nn_st(j->gb, c, f64, sum_go);
@@ -203,12 +232,16 @@ NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f6
           const double xhat = (nn_ld(j->x, base + p, f64) - mean) * invstd;
           nn_st(j->gx, base + p, f64, k * (nn_ld(j->go, base + p, f64) - mean_go - xhat * proj));
         }
-      } else {
+      } else if (dt == LT_FLOAT32) {
         /* (x - mean) invstd proj as (x - mean) (invstd proj): one float
          * multiply less per element. */
         grad_row_f32((const float *)j->x + base, (const float *)j->go + base,
                      (float *)j->gx + base, j->s, (float)mean, (float)(invstd * proj),
                      (float)mean_go, (float)k);
+      } else {
+        grad_row_lowp((const uint16_t *)j->x + base, (const uint16_t *)j->go + base,
+                      (uint16_t *)j->gx + base, j->s, (float)mean, (float)(invstd * proj),
+                      (float)mean_go, (float)k, dt);
       }
     }
   }
@@ -216,10 +249,12 @@ NN_INLINE void bn_backward_impl(const bn_job *j, int64_t c0, int64_t c1, bool f6
 
 LT_CPU_CLONES static void bn_backward_range(void *ctx, int64_t c0, int64_t c1) {
   const bn_job *j = ctx;
-  if (j->f64)
-    bn_backward_impl(j, c0, c1, true);
-  else
-    bn_backward_impl(j, c0, c1, false);
+  switch (j->dt) {
+    case LT_FLOAT64: bn_backward_impl(j, c0, c1, LT_FLOAT64); break;
+    case LT_FLOAT16: bn_backward_impl(j, c0, c1, LT_FLOAT16); break;
+    case LT_BFLOAT16: bn_backward_impl(j, c0, c1, LT_BFLOAT16); break;
+    default: bn_backward_impl(j, c0, c1, LT_FLOAT32); break;
+  }
 }
 
 lt_status cpu_nn_batch_norm_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
@@ -238,7 +273,8 @@ lt_status cpu_nn_batch_norm_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb
               .c = x->shape[1],
               .s = x->shape[2],
               .training = training,
-              .f64 = nn_is_f64(x)};
+              .f64 = nn_is_f64(x),
+              .dt = x->dtype};
   lt_parallel_for(j.c, channel_grain(&j), bn_backward_range, &j);
   return LT_OK;
 }

@@ -1,13 +1,14 @@
-/* im2col / col2im for conv2d (see cpu_nn_im2col.h). Each row of the column
- * matrix is one kernel tap (c, i, j); for that tap the output columns whose
+/* im2col / col2im for conv2d over blocks of the column matrix (see
+ * cpu_nn_im2col.h). For each kernel tap (one row) the output columns whose
  * input lies inside the image form one range [lo, hi) per output row,
- * computed up front so the inner loops have no bounds checks. */
+ * computed up front so the inner loops have no bounds checks; a block's
+ * columns are walked one output row (or part of one) at a time. */
 #include "cpu/cpu_nn_im2col.h"
 
 #include <string.h>
 
 #include "cpu/cpu_clones.h"
-#include "cpu/cpu_nn.h"
+#include "cpu/cpu_nn_lowp.h"
 
 /* Output positions o in [0, out) whose input o * stride - pad + offset
  * lies in [0, size). */
@@ -22,151 +23,157 @@ static void valid_range(int64_t out, int64_t stride, int64_t pad, int64_t offset
   if (*hi < *lo) *hi = *lo;
 }
 
-NN_INLINE void im2col_impl(const nn_window_geom *g, const void *image, void *cols, bool f64) {
-  const int64_t L = g->out_h * g->out_w;
-  int64_t row = 0;
-  for (int64_t c = 0; c < g->channels; c++) {
-    const int64_t plane = c * g->height * g->width;
-    for (int64_t i = 0; i < g->kh; i++) {
-      int64_t oh0, oh1;
-      valid_range(g->out_h, g->sh, g->ph, i * g->dh, g->height, &oh0, &oh1);
-      for (int64_t j = 0; j < g->kw; j++, row++) {
-        int64_t ow0, ow1;
-        valid_range(g->out_w, g->sw, g->pw, j * g->dw, g->width, &ow0, &ow1);
-        const int64_t base = row * L;
-        for (int64_t oh = 0; oh < g->out_h; oh++) {
-          const int64_t dst = base + oh * g->out_w;
-          if (oh < oh0 || oh >= oh1) {
-            for (int64_t ow = 0; ow < g->out_w; ow++) nn_st(cols, dst + ow, f64, 0.0);
-            continue;
-          }
-          const int64_t ih = oh * g->sh - g->ph + i * g->dh;
-          const int64_t src = plane + ih * g->width - g->pw + j * g->dw;
-          for (int64_t ow = 0; ow < ow0; ow++) nn_st(cols, dst + ow, f64, 0.0);
-          if (g->sw == 1) /* a unit-stride run: a plain copy the compiler vectorises */
-            for (int64_t ow = ow0; ow < ow1; ow++)
-              nn_st(cols, dst + ow, f64, nn_ld(image, src + ow, f64));
-          else
-            for (int64_t ow = ow0; ow < ow1; ow++)
-              nn_st(cols, dst + ow, f64, nn_ld(image, src + ow * g->sw, f64));
-          for (int64_t ow = ow1; ow < g->out_w; ow++) nn_st(cols, dst + ow, f64, 0.0);
-        }
-      }
-    }
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Zeroes n elements of size ce; n is often a padding width (0 or 1): a loop
+ * then, not a call. */
+NN_INLINE void zero_elems(char *p, int64_t n, size_t ce) {
+  if (n <= 0) return;
+  if (n > 8) {
+    memset(p, 0, (size_t)n * ce);
+  } else if (ce == sizeof(double)) {
+    for (int64_t k = 0; k < n; k++) ((double *)(void *)p)[k] = 0.0;
+  } else {
+    for (int64_t k = 0; k < n; k++) ((float *)(void *)p)[k] = 0.0f;
   }
 }
 
-NN_INLINE void col2im_impl(const nn_window_geom *g, const void *cols, void *image, bool f64) {
-  const int64_t L = g->out_h * g->out_w;
-  int64_t row = 0;
-  for (int64_t c = 0; c < g->channels; c++) {
-    const int64_t plane = c * g->height * g->width;
-    for (int64_t i = 0; i < g->kh; i++) {
-      int64_t oh0, oh1;
-      valid_range(g->out_h, g->sh, g->ph, i * g->dh, g->height, &oh0, &oh1);
-      for (int64_t j = 0; j < g->kw; j++, row++) {
-        int64_t ow0, ow1;
-        valid_range(g->out_w, g->sw, g->pw, j * g->dw, g->width, &ow0, &ow1);
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-          const int64_t ih = oh * g->sh - g->ph + i * g->dh;
-          const int64_t dst = plane + ih * g->width - g->pw + j * g->dw;
-          const int64_t src = row * L + oh * g->out_w;
-          if (g->sw == 1 && !f64) {
-            /* unit stride, float32: added in float, without the
-             * conversions. Same result: a float sum rounded to double and
-             * then to float is the correctly rounded float sum (double has
-             * more than 2 x 24 + 2 bits), which is what the float add gives. */
-            float *restrict d = (float *)image + dst;
-            const float *restrict sc = (const float *)cols + src;
-            for (int64_t ow = ow0; ow < ow1; ow++) d[ow] += sc[ow];
-            continue;
-          }
-          if (g->sw == 1) { /* unit stride: vectorisable */
-            for (int64_t ow = ow0; ow < ow1; ow++)
-              nn_st(image, dst + ow, f64, nn_ld(image, dst + ow, f64) + nn_ld(cols, src + ow, f64));
-            continue;
-          }
-          for (int64_t ow = ow0; ow < ow1; ow++) {
-            const int64_t at = dst + ow * g->sw;
-            nn_st(image, at, f64, nn_ld(image, at, f64) + nn_ld(cols, src + ow, f64));
-          }
-        }
-      }
+/* One tap's row, columns [p0, p1), in general: output row by output row. */
+NN_INLINE void tap_general(const nn_window_geom *g, const char *plane, lt_dtype dt, size_t es,
+                           size_t ce, int64_t i, int64_t j, int64_t p0, int64_t p1, char *dst) {
+  int64_t oh0, oh1, ow0, ow1;
+  valid_range(g->out_h, g->sh, g->ph, i * g->dh, g->height, &oh0, &oh1);
+  valid_range(g->out_w, g->sw, g->pw, j * g->dw, g->width, &ow0, &ow1);
+  for (int64_t p = p0; p < p1;) {
+    const int64_t oh = p / g->out_w, a = p % g->out_w, b = min64(g->out_w, a + (p1 - p));
+    const int64_t lo = max64(a, ow0), hi = min64(b, ow1);
+    if (oh < oh0 || oh >= oh1 || lo >= hi) {
+      zero_elems(dst, b - a, ce);
+    } else {
+      const int64_t ih = oh * g->sh - g->ph + i * g->dh;
+      const int64_t src = ih * g->width - g->pw + j * g->dw + lo * g->sw; /* inside the plane */
+      zero_elems(dst, lo - a, ce);
+      nn_load_run(dst + (size_t)(lo - a) * ce, plane + (size_t)src * es, dt, g->sw, hi - lo);
+      zero_elems(dst + (size_t)(hi - a) * ce, b - hi, ce);
     }
+    dst += (size_t)(b - a) * ce;
+    p += b - a;
   }
 }
 
 /* Stride 1 with the output as wide as the input (3x3 with padding 1, the
  * usual case): column (oh, ow) of tap (c, i, j) reads plane position
  * oh W + ow + shift, shift = (i dh - ph) W + j dw - pw, the same shift for
- * every column. So a tap's row of the column matrix is one block copy of
- * the plane from its first valid column to its last, after which the
- * columns that fall in the padding (rows above and below, and the ow < ow0
- * and ow >= ow1 borders, which the copy filled with the neighbouring rows'
- * ends) are zeroed. The copy never reads outside the plane: it runs between
- * two positions that are inside it. Per output row the general loop pays
- * for its setup and three short loops; here a row of out_w = 14 or 28 is a
- * slice of one memcpy. Values are moved, not converted: the result is the
- * same as im2col_impl's. */
+ * every column. So a tap's row of the column matrix is one run of the plane
+ * from its first valid column to its last, after which the columns that fall
+ * in the padding (rows above and below, and the ow < ow0 and ow >= ow1
+ * borders, which the run filled with the neighbouring rows' ends) are
+ * zeroed. The run never reads outside the plane: it lies between two
+ * positions that are inside it. Per output row the general loop pays for its
+ * setup and three short loops; here a row of out_w = 14 or 28 is a slice of
+ * one copy. The values are the general loop's. */
 static bool same_width_stride1(const nn_window_geom *g) {
   return g->sh == 1 && g->sw == 1 && g->out_w == g->width;
 }
 
-/* Zeroes n elements, n a padding width (usually 1): a loop, not a call. */
-static inline void zero_few(char *p, int64_t n, size_t es) {
-  if (es == sizeof(double))
-    for (int64_t k = 0; k < n; k++) ((double *)p)[k] = 0.0;
-  else
-    for (int64_t k = 0; k < n; k++) ((float *)p)[k] = 0.0f;
+NN_INLINE void tap_same_width(const nn_window_geom *g, const char *plane, lt_dtype dt, size_t es,
+                              size_t ce, int64_t i, int64_t j, int64_t p0, int64_t p1,
+                              char *dst) {
+  const int64_t w = g->width;
+  int64_t oh0, oh1, ow0, ow1;
+  valid_range(g->out_h, 1, g->ph, i * g->dh, g->height, &oh0, &oh1);
+  valid_range(g->out_w, 1, g->pw, j * g->dw, w, &ow0, &ow1);
+  int64_t a = p0, b = p0; /* the valid run [a, b) within [p0, p1) */
+  if (oh0 < oh1 && ow0 < ow1) {
+    a = max64(oh0 * w + ow0, p0);
+    b = min64((oh1 - 1) * w + ow1, p1);
+    if (b < a) b = a;
+  }
+  const int64_t shift = (i * g->dh - g->ph) * w + j * g->dw - g->pw;
+  zero_elems(dst, a - p0, ce);
+  if (b > a) nn_load_run(dst + (size_t)(a - p0) * ce, plane + (size_t)(a + shift) * es, dt, 1, b - a);
+  zero_elems(dst + (size_t)(b - p0) * ce, p1 - b, ce);
+  if (b > a && (ow0 > 0 || ow1 < w))
+    for (int64_t q = a / w * w; q < b; q += w) { /* each output row the run touches */
+      const int64_t l0 = max64(q, a), l1 = min64(q + ow0, b);
+      zero_elems(dst + (size_t)(l0 - p0) * ce, l1 - l0, ce);
+      const int64_t r0 = max64(q + ow1, a), r1 = min64(q + w, b);
+      zero_elems(dst + (size_t)(r0 - p0) * ce, r1 - r0, ce);
+    }
 }
 
-static void im2col_same_width(const nn_window_geom *g, const void *image, void *cols, size_t es) {
-  const int64_t L = g->out_h * g->out_w, w = g->width;
-  const char *img = image;
-  char *out = cols;
-  int64_t row = 0;
-  for (int64_t c = 0; c < g->channels; c++) {
-    const int64_t plane = c * g->height * w;
-    for (int64_t i = 0; i < g->kh; i++) {
-      int64_t oh0, oh1;
-      valid_range(g->out_h, 1, g->ph, i * g->dh, g->height, &oh0, &oh1);
-      for (int64_t j = 0; j < g->kw; j++, row++) {
-        int64_t ow0, ow1;
-        valid_range(g->out_w, 1, g->pw, j * g->dw, w, &ow0, &ow1);
-        char *dst = out + (size_t)(row * L) * es;
-        if (oh0 >= oh1 || ow0 >= ow1) { /* the tap sees only padding */
-          memset(dst, 0, (size_t)L * es);
-          continue;
+NN_INLINE void im2col_impl(const nn_window_geom *g, const char *image, lt_dtype dt, int64_t r0,
+                           int64_t r1, int64_t p0, int64_t p1, char *cols) {
+  const size_t es = lt_dtype_size(dt), ce = nn_compute_size(dt);
+  const int64_t kk = g->kh * g->kw, hw = g->height * g->width, c0 = r0 / kk;
+  const bool same = same_width_stride1(g);
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t c = r / kk, i = r % kk / g->kw, j = r % g->kw;
+    const char *plane = image + (size_t)((c - c0) * hw) * es;
+    char *dst = cols + (size_t)((r - r0) * (p1 - p0)) * ce;
+    if (same)
+      tap_same_width(g, plane, dt, es, ce, i, j, p0, p1, dst);
+    else
+      tap_general(g, plane, dt, es, ce, i, j, p0, p1, dst);
+  }
+}
+
+/* One body per dtype, so that each inlines its own conversion. */
+LT_CPU_CLONES void cpu_nn_im2col(const nn_window_geom *g, const void *image, lt_dtype dt,
+                                 int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *cols) {
+  switch (dt) {
+    case LT_FLOAT64: im2col_impl(g, image, LT_FLOAT64, r0, r1, p0, p1, cols); break;
+    case LT_FLOAT16: im2col_impl(g, image, LT_FLOAT16, r0, r1, p0, p1, cols); break;
+    case LT_BFLOAT16: im2col_impl(g, image, LT_BFLOAT16, r0, r1, p0, p1, cols); break;
+    default: im2col_impl(g, image, LT_FLOAT32, r0, r1, p0, p1, cols); break;
+  }
+}
+
+NN_INLINE void col2im_impl(const nn_window_geom *g, const char *cols, bool f64, int64_t r0,
+                           int64_t r1, int64_t p0, int64_t p1, char *image) {
+  const size_t ce = f64 ? sizeof(double) : sizeof(float);
+  const int64_t kk = g->kh * g->kw, hw = g->height * g->width, c0 = r0 / kk;
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t c = r / kk, i = r % kk / g->kw, j = r % g->kw;
+    char *plane = image + (size_t)((c - c0) * hw) * ce;
+    const char *src = cols + (size_t)((r - r0) * (p1 - p0)) * ce;
+    int64_t oh0, oh1, ow0, ow1;
+    valid_range(g->out_h, g->sh, g->ph, i * g->dh, g->height, &oh0, &oh1);
+    valid_range(g->out_w, g->sw, g->pw, j * g->dw, g->width, &ow0, &ow1);
+    for (int64_t p = p0; p < p1;) {
+      const int64_t oh = p / g->out_w, a = p % g->out_w, b = min64(g->out_w, a + (p1 - p));
+      const int64_t lo = max64(a, ow0), hi = min64(b, ow1);
+      if (oh >= oh0 && oh < oh1 && lo < hi) {
+        const int64_t ih = oh * g->sh - g->ph + i * g->dh;
+        const int64_t at = ih * g->width - g->pw + j * g->dw + lo * g->sw, n = hi - lo;
+        const int64_t s = g->sw;
+        /* A float sum rounded to double and then to float is the correctly
+         * rounded float sum, so float32 adds in float. */
+        if (f64) {
+          double *restrict d = (double *)(void *)plane + at;
+          const double *restrict v = (const double *)(const void *)src + (lo - a);
+          for (int64_t k = 0; k < n; k++) d[k * s] += v[k];
+        } else if (s == 1) {
+          float *restrict d = (float *)(void *)plane + at;
+          const float *restrict v = (const float *)(const void *)src + (lo - a);
+          for (int64_t k = 0; k < n; k++) d[k] += v[k];
+        } else {
+          float *restrict d = (float *)(void *)plane + at;
+          const float *restrict v = (const float *)(const void *)src + (lo - a);
+          for (int64_t k = 0; k < n; k++) d[k * s] += v[k];
         }
-        const int64_t shift = (i * g->dh - g->ph) * w + j * g->dw - g->pw;
-        const int64_t k0 = oh0 * w + ow0, k1 = (oh1 - 1) * w + ow1; /* [k0, k1) */
-        memset(dst, 0, (size_t)k0 * es);
-        memcpy(dst + (size_t)k0 * es, img + (size_t)(plane + k0 + shift) * es,
-               (size_t)(k1 - k0) * es);
-        memset(dst + (size_t)k1 * es, 0, (size_t)(L - k1) * es);
-        if (ow0 > 0 || ow1 < w)
-          for (int64_t oh = oh0; oh < oh1; oh++) {
-            char *r = dst + (size_t)(oh * w) * es;
-            zero_few(r, ow0, es);
-            zero_few(r + (size_t)ow1 * es, w - ow1, es);
-          }
       }
+      src += (size_t)(b - a) * ce;
+      p += b - a;
     }
   }
 }
 
-LT_CPU_CLONES void cpu_nn_im2col(const nn_window_geom *g, const void *image, void *cols, bool f64) {
-  if (same_width_stride1(g))
-    im2col_same_width(g, image, cols, f64 ? sizeof(double) : sizeof(float));
-  else if (f64)
-    im2col_impl(g, image, cols, true);
-  else
-    im2col_impl(g, image, cols, false);
-}
-
-LT_CPU_CLONES void cpu_nn_col2im(const nn_window_geom *g, const void *cols, void *image, bool f64) {
+LT_CPU_CLONES void cpu_nn_col2im(const nn_window_geom *g, const void *cols, bool f64, int64_t r0,
+                                 int64_t r1, int64_t p0, int64_t p1, void *image) {
   if (f64)
-    col2im_impl(g, cols, image, true);
+    col2im_impl(g, cols, true, r0, r1, p0, p1, image);
   else
-    col2im_impl(g, cols, image, false);
+    col2im_impl(g, cols, false, r0, r1, p0, p1, image);
 }

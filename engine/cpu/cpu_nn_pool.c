@@ -2,11 +2,16 @@
  * planes over the thread pool. Windows are clipped to the input up front
  * (padding never holds a value: max skips it, avg counts it in the divisor
  * only when count_include_pad). Backward is per plane too, so gradients of
- * overlapping windows are added in a fixed order. */
+ * overlapping windows are added in a fixed order. max_pool2d also takes
+ * float16 and bfloat16 as they are (the backend's half_max_pool): the
+ * maximum is one of the values, and a gradient is added in that dtype, as
+ * PyTorch's CPU kernel does. */
 #include <math.h>
+#include <string.h>
 
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
+#include "cpu/cpu_nn_lowp.h"
 #include "lt/threads.h"
 
 typedef struct pool_job {
@@ -17,6 +22,7 @@ typedef struct pool_job {
   const int64_t *gindices;
   int64_t h, w, out_h, out_w;
   bool f64;
+  lt_dtype dt; /* max: of x, out, go, gx */
 } pool_job;
 
 static int64_t plane_grain(int64_t plane_elems) {
@@ -25,7 +31,7 @@ static int64_t plane_grain(int64_t plane_elems) {
 
 /* ---- max ---- */
 
-NN_INLINE void max_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
+NN_INLINE void max_impl(const pool_job *j, int64_t p0, int64_t p1, lt_dtype dt) {
   const lt_pool2d_opts *o = j->o;
   const int64_t hw = j->h * j->w, ohw = j->out_h * j->out_w;
   for (int64_t p = p0; p < p1; p++) {
@@ -48,7 +54,7 @@ NN_INLINE void max_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
         for (int64_t ih = hs; ih < he && ih < j->h; ih += o->dilation[0])
           for (int64_t iw = ws; iw < we && iw < j->w; iw += o->dilation[1]) {
             const int64_t pos = ih * j->w + iw;
-            const double v = nn_ld(j->x, in0 + pos, f64);
+            const double v = nn_ld_dt(j->x, in0 + pos, dt);
             const bool greater = v > best;
             best_at = greater ? pos : best_at;
             best = greater ? v : best;
@@ -56,7 +62,7 @@ NN_INLINE void max_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
           }
         if (nan_at >= 0) best_at = nan_at, best = NAN;
         const int64_t at = p * ohw + oh * j->out_w + ow;
-        nn_st(j->out, at, f64, best);
+        nn_st_dt(j->out, at, dt, best);
         j->indices[at] = best_at;
       }
     }
@@ -146,7 +152,7 @@ static int64_t max_2x2_row_f32(const float *top, const float *bottom, float *out
  * go in max_impl's order with its rules, so values and indices are the
  * same. (Regrouping the comparisons or selecting in float makes GCC branch
  * on the data, which is slower.) */
-NN_INLINE void max_2x2_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
+NN_INLINE void max_2x2_impl(const pool_job *j, int64_t p0, int64_t p1, lt_dtype dt) {
   const int64_t hw = j->h * j->w, ohw = j->out_h * j->out_w;
   for (int64_t p = p0; p < p1; p++)
     for (int64_t oh = 0; oh < j->out_h; oh++) {
@@ -154,7 +160,7 @@ NN_INLINE void max_2x2_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64)
       const int64_t at0 = p * ohw + oh * j->out_w;
       int64_t ow = 0;
 #if defined(__SSE2__)
-      if (!f64 && hw <= INT32_MAX)
+      if (dt == LT_FLOAT32 && hw <= INT32_MAX)
         ow = max_2x2_row_f32((const float *)j->x + p * hw + top, (const float *)j->x + p * hw + bottom,
                              (float *)j->out + at0, j->indices + at0, j->out_w, top, j->w);
 #endif
@@ -162,12 +168,12 @@ NN_INLINE void max_2x2_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64)
         const int64_t t = top + 2 * ow, b = bottom + 2 * ow;
         int64_t best_at = t, nan_at = -1;
         double best = -INFINITY;
-        MAX_TAP(nn_ld(j->x, p * hw + t, f64), t);
-        MAX_TAP(nn_ld(j->x, p * hw + t + 1, f64), t + 1);
-        MAX_TAP(nn_ld(j->x, p * hw + b, f64), b);
-        MAX_TAP(nn_ld(j->x, p * hw + b + 1, f64), b + 1);
+        MAX_TAP(nn_ld_dt(j->x, p * hw + t, dt), t);
+        MAX_TAP(nn_ld_dt(j->x, p * hw + t + 1, dt), t + 1);
+        MAX_TAP(nn_ld_dt(j->x, p * hw + b, dt), b);
+        MAX_TAP(nn_ld_dt(j->x, p * hw + b + 1, dt), b + 1);
         if (nan_at >= 0) best_at = nan_at, best = NAN;
-        nn_st(j->out, at0 + ow, f64, best);
+        nn_st_dt(j->out, at0 + ow, dt, best);
         j->indices[at0 + ow] = best_at;
       }
     }
@@ -183,21 +189,19 @@ static bool is_plain_2x2(const pool_job *j) {
 LT_CPU_CLONES static void max_range(void *ctx, int64_t p0, int64_t p1) {
   const pool_job *j = ctx;
   const bool plain = is_plain_2x2(j);
-  if (j->f64 && plain)
-    max_2x2_impl(j, p0, p1, true);
-  else if (plain)
-    max_2x2_impl(j, p0, p1, false);
-  else if (j->f64)
-    max_impl(j, p0, p1, true);
-  else
-    max_impl(j, p0, p1, false);
+  switch (j->dt) {
+    case LT_FLOAT64: plain ? max_2x2_impl(j, p0, p1, LT_FLOAT64) : max_impl(j, p0, p1, LT_FLOAT64); break;
+    case LT_FLOAT16: plain ? max_2x2_impl(j, p0, p1, LT_FLOAT16) : max_impl(j, p0, p1, LT_FLOAT16); break;
+    case LT_BFLOAT16: plain ? max_2x2_impl(j, p0, p1, LT_BFLOAT16) : max_impl(j, p0, p1, LT_BFLOAT16); break;
+    default: plain ? max_2x2_impl(j, p0, p1, LT_FLOAT32) : max_impl(j, p0, p1, LT_FLOAT32); break;
+  }
 }
 
 lt_status cpu_nn_max_pool2d(lt_tensor *out, lt_tensor *indices, const lt_tensor *x,
                             const lt_pool2d_opts *o) {
   pool_job j = {.o = o, .x = lt_data(x), .out = lt_data(out), .indices = lt_data(indices),
                 .h = x->shape[1], .w = x->shape[2], .out_h = out->shape[1],
-                .out_w = out->shape[2], .f64 = nn_is_f64(x)};
+                .out_w = out->shape[2], .f64 = nn_is_f64(x), .dt = x->dtype};
   lt_parallel_for(x->shape[0], plane_grain(j.h * j.w), max_range, &j);
   return LT_OK;
 }
@@ -207,13 +211,19 @@ lt_status cpu_nn_max_pool2d(lt_tensor *out, lt_tensor *indices, const lt_tensor 
  * element. The results are unchanged: a sum of two floats rounded to double
  * and then to float is the correctly rounded float sum (double has more
  * than 2 x 24 + 2 bits), which is what the float add gives. */
-NN_INLINE void max_backward_impl(const pool_job *j, int64_t p0, int64_t p1, bool f64) {
+NN_INLINE void max_backward_impl(const pool_job *j, int64_t p0, int64_t p1, lt_dtype dt) {
+  const bool f64 = dt == LT_FLOAT64;
   const int64_t hw = j->h * j->w, ohw = j->out_h * j->out_w;
+  const size_t es = lt_dtype_size(dt);
   for (int64_t p = p0; p < p1; p++) { /* plane by plane: zeroed, then scattered while in cache */
     const int64_t *idx = j->gindices + p * ohw;
-    cpu_nn_zero((char *)j->gx + (size_t)(p * hw) * (f64 ? sizeof(double) : sizeof(float)), hw,
-                f64);
-    if (f64) {
+    memset((char *)j->gx + (size_t)(p * hw) * es, 0, (size_t)hw * es);
+    if (nn_is_lowp(dt)) {
+      char *gx = (char *)j->gx + (size_t)(p * hw) * es;
+      const char *go = (const char *)j->go + (size_t)(p * ohw) * es;
+      for (int64_t e = 0; e < ohw; e++)
+        nn_st_dt(gx, idx[e], dt, (float)nn_ld_dt(gx, idx[e], dt) + (float)nn_ld_dt(go, e, dt));
+    } else if (f64) {
       double *gx = (double *)j->gx + p * hw;
       const double *go = (const double *)j->go + p * ohw;
       for (int64_t e = 0; e < ohw; e++) gx[idx[e]] += go[e];
@@ -227,17 +237,19 @@ NN_INLINE void max_backward_impl(const pool_job *j, int64_t p0, int64_t p1, bool
 
 LT_CPU_CLONES static void max_backward_range(void *ctx, int64_t p0, int64_t p1) {
   const pool_job *j = ctx;
-  if (j->f64)
-    max_backward_impl(j, p0, p1, true);
-  else
-    max_backward_impl(j, p0, p1, false);
+  switch (j->dt) {
+    case LT_FLOAT64: max_backward_impl(j, p0, p1, LT_FLOAT64); break;
+    case LT_FLOAT16: max_backward_impl(j, p0, p1, LT_FLOAT16); break;
+    case LT_BFLOAT16: max_backward_impl(j, p0, p1, LT_BFLOAT16); break;
+    default: max_backward_impl(j, p0, p1, LT_FLOAT32); break;
+  }
 }
 
 lt_status cpu_nn_max_pool2d_backward(lt_tensor *gx, const lt_tensor *go,
                                      const lt_tensor *indices) {
   pool_job j = {.go = lt_data(go), .gx = lt_data(gx), .gindices = lt_data(indices),
                 .h = gx->shape[1], .w = gx->shape[2], .out_h = go->shape[1],
-                .out_w = go->shape[2], .f64 = nn_is_f64(gx)};
+                .out_w = go->shape[2], .f64 = nn_is_f64(gx), .dt = gx->dtype};
   lt_parallel_for(gx->shape[0], plane_grain(j.h * j.w), max_backward_range, &j);
   return LT_OK;
 }

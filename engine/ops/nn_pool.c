@@ -94,7 +94,7 @@ static lt_status max_pool2d_forward(const lt_tensor *x, const lt_pool2d_opts *op
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = be->half_max_pool ? x->dtype : nn_compute_dtype(x->dtype);
   nn_scope s = {0};
   lt_tensor *xc, *r, *idx;
   lt_status st = nn_prepare(&s, x, ct, &xc);
@@ -164,7 +164,7 @@ lt_status lt_max_pool2d_backward(const lt_tensor *grad_out, const lt_tensor *ind
   const lt_device dev = grad_out->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(grad_out->dtype);
+  const lt_dtype ct = be->half_max_pool ? grad_out->dtype : nn_compute_dtype(grad_out->dtype);
   nn_scope s = {0};
   lt_tensor *goc, *ic, *gx;
   lt_status st = nn_prepare(&s, grad_out, ct, &goc);

@@ -354,6 +354,18 @@ describe("half precision, autocast and checkpointing", function()
     assert.is_true(without - with >= float32_bytes // 2, ("saved %d bytes"):format(without - with))
   end)
 
+  it("a bfloat16 model saves within 5 points of theory: half of every floating-point byte", function()
+    for _, model_name in ipairs { "mlp", "cnn" } do
+      local without, with = tricks.techniques.bfloat16.measure(model_name)
+      -- Only the CNN's max-pool indices (int64, saved for backward) keep their size.
+      local index_bytes = model_name == "cnn" and tricks.BATCH * (32 * 14 * 14 + 64 * 7 * 7) * 8 or 0
+      local theory = 50 * (without - index_bytes) / without
+      local saving = 100 * (without - with) / without
+      assert.is_true(math.abs(saving - theory) <= 5,
+        ("%s: saved %.1f%%, theory %.1f%%"):format(model_name, saving, theory))
+    end
+  end)
+
   it("autocast keeps float32 gradients for float32 parameters", function()
     local model, x, target = tricks.setup("mlp", nil, 8)
     local loss = tricks.autocast_step(model, x, target)

@@ -27,7 +27,7 @@ typedef enum lt_category {
   LT_CAT_OPTIMIZER,
   LT_CAT_ACTIVATION, /* saved for backward */
   LT_CAT_OTHER,
-  LT_CAT_WORKSPACE, /* library workspaces (cuBLAS, cuDNN) */
+  LT_CAT_WORKSPACE, /* scratch of a call: cuBLAS, cuDNN; CPU conv2d / 16-bit linear blocks */
   LT_NCATEGORIES
 } lt_category;
 
