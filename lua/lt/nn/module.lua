@@ -21,6 +21,7 @@ local is_tensor = core.is_tensor
 local set_category = core.memory.set_category
 local set_data = core._set_data
 local zero_grads = core._zero_grads
+local grad_of = core._grad
 
 local Module = {}
 
@@ -450,8 +451,12 @@ function Module:to(a, b)
           local data = p:detach()
           local new = converted(data)
           if not rawequal(new, data) then
-            local grad = p.grad
-            params[#params + 1] = { p, new, grad ~= nil and converted(grad) or nil }
+            -- Not p.grad: that handle would stay cached on p and hold the
+            -- old gradient until collected.
+            local grad = grad_of(p)
+            local new_grad = grad ~= nil and converted(grad) or nil
+            if grad ~= nil and not rawequal(new_grad, grad) then grad:free() end
+            params[#params + 1] = { p, new, new_grad }
           end
           done[p] = p
         end
