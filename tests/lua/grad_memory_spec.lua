@@ -271,3 +271,19 @@ describe("by_category.activation", function()
     assert.equal("optimizer", lt.memory.category(x))
   end)
 end)
+
+describe("data loading temporaries", function()
+  local dir = "/usr/share/datasets/fashion-mnist"
+  local f = io.open(dir .. "/t10k-labels-idx1-ubyte.gz", "rb")
+  if f then f:close() end
+  local run = f and it or pending
+
+  run("fashion_mnist leaves only the images and the int64 labels", function()
+    lt.gc()
+    local before = allocated()
+    local images, labels = lt.data.fashion_mnist("test", { dir = dir })
+    local function block(n) return (n + 511) // 512 * 512 end
+    assert.equal("int64", labels.dtype)
+    assert.equal(before + block(images:nbytes()) + block(labels:nbytes()), allocated())
+  end)
+end)
