@@ -86,7 +86,7 @@ static int forget_closing_state(lua_State *L) {
 static void free_state(void *ud) {
   fn_state *s = ud;
   for (int k = 0; k < s->nsaved; k++)
-    if (s->saved[k].alias) lt_tensor_release(s->saved[k].alias);
+    lt_autograd_release_saved(s->saved[k].alias);
   if (s->runner_ref != LUA_NOREF) queue_unref(s->main, s->runner_ref);
   free(s->name);
   free(s);
@@ -235,13 +235,11 @@ static int autograd_function(lua_State *L) {
   s->runner_ref = LUA_NOREF;
   lt_status st = LT_OK;
   for (int k = 0; k < nsaved && st == LT_OK; k++) {
-    st = lt_alias(saved[k], &s->saved[k].alias);
+    /* Kept for backward: memory statistics count it as an activation. */
+    st = lt_autograd_save(saved[k], &s->saved[k].alias);
     if (st != LT_OK) break;
     s->nsaved = k + 1;
     s->saved[k].version = saved[k]->storage->version;
-    /* Kept for backward: memory statistics count it as an activation. */
-    lt_block *b = saved[k]->storage->block;
-    if (b && lt_block_category(b) == LT_CAT_OTHER) lt_block_set_category(b, LT_CAT_ACTIVATION);
   }
   if (st != LT_OK) {
     free_state(s);

@@ -85,6 +85,7 @@ ltb_handle *ltb_new_handle(lua_State *L) {
   /* One user value caches the handle of t.grad, so that t.grad == t.grad. */
   ltb_handle *h = lua_newuserdatauv(L, sizeof *h, 1);
   h->tensor = NULL;
+  h->watch = 0;
   lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
   lua_setmetatable(L, -2);
   return h;
@@ -116,17 +117,19 @@ size_t ltb_release(ltb_handle *h) {
 }
 
 size_t ltb_release_at(lua_State *L, int idx, ltb_handle *h) {
-  size_t bytes = ltb_release(h);
-  lua_pushnil(L);
-  lua_setiuservalue(L, idx, 1);
-  return bytes;
+  ltb_grad_sweep sw;
+  ltb_sweep_begin(&sw);
+  ltb_take_grad_handle(L, idx);
+  size_t bytes = ltb_release(h); /* drops the engine's reference to the gradient too */
+  ltb_sweep_add(L, &sw);
+  return bytes + ltb_sweep_finish(L, &sw);
 }
 
 /* ---- metamethods ---- */
 
 static int tensor_gc(lua_State *L) {
   ltb_handle *h = lua_touserdata(L, 1);
-  if (h) ltb_release(h);
+  if (h) ltb_sweep_note(h, ltb_release(h));
   return 0;
 }
 
@@ -151,9 +154,17 @@ int ltb_set_data(lua_State *L) {
     return luaL_error(L, "_set_data: expected leaf tensors");
   lua_settop(L, 2);
   if (src != h->tensor) {
+    /* The old tensor goes with its gradient, and the cached t.grad handle
+     * with it (given back at once unless the script kept it). */
+    ltb_grad_sweep sw;
+    ltb_sweep_begin(&sw);
+    ltb_take_grad_handle(L, 1);
+    lt_tensor *old = h->tensor;
     lt_tensor_retain(src);
-    ltb_release_at(L, 1, h); /* also forgets the cached t.grad handle */
     h->tensor = src;
+    lt_tensor_release(old);
+    ltb_sweep_add(L, &sw);
+    ltb_sweep_finish(L, &sw);
   }
   lua_settop(L, 1);
   return 1;
@@ -252,31 +263,13 @@ void ltb_push_shape(lua_State *L, const lt_tensor *t) {
   }
 }
 
-static int push_grad(lua_State *L, lt_tensor *t) {
-  lt_tensor *g = t->grad;
-  if (g == NULL) {
-    lua_pushnil(L);
-    return 1;
-  }
-  lua_getiuservalue(L, 1, 1);
-  ltb_handle *cached = ltb_test_handle(L, -1);
-  if (cached && cached->tensor == g) return 1;
-  lua_pop(L, 1);
-  ltb_handle *h = ltb_new_handle(L);
-  lt_tensor_retain(g);
-  h->tensor = g;
-  lua_pushvalue(L, -1);
-  lua_setiuservalue(L, 1, 1);
-  return 1;
-}
-
 static int get_field(lua_State *L, lt_tensor *t, enum field f) {
   switch (f) {
     case F_SHAPE: ltb_push_shape(L, t); return 1;
     case F_DTYPE: ltb_push_dtype(L, t->dtype); return 1;
     case F_DEVICE: ltb_push_device(L, t->storage->device); return 1;
     case F_REQUIRES_GRAD: lua_pushboolean(L, t->requires_grad); return 1;
-    case F_GRAD: return push_grad(L, t);
+    case F_GRAD: return ltb_push_grad(L, 1, t);
     case F_NDIM: lua_pushinteger(L, t->ndim); return 1;
     case F_IS_LEAF: lua_pushboolean(L, lt_is_leaf(t)); return 1;
     case F_GRAD_FN: { /* the node's name ("MulBackward"), nil for a leaf */
@@ -319,13 +312,8 @@ static void set_grad(lua_State *L, lt_tensor *t) {
     g = ltb_test_tensor(L, 3);
     if (g == NULL) luaL_error(L, "grad: expected a tensor or nil, got %s", luaL_typename(L, 3));
     check_grad_matches(L, t, g);
-    lt_tensor_retain(g);
   }
-  lt_tensor *old = t->grad;
-  t->grad = g;
-  if (old) lt_tensor_release(old);
-  lua_pushvalue(L, 3);
-  lua_setiuservalue(L, 1, 1);
+  ltb_set_grad(L, 1, t, g, 3);
 }
 
 void ltb_set_requires_grad(lua_State *L, lt_tensor *t, bool on, const char *op) {

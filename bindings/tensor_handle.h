@@ -13,6 +13,7 @@
 
 typedef struct ltb_handle {
   lt_tensor *tensor; /* NULL once released */
+  unsigned watch;    /* the gradient drop waiting for this handle's release (grad_handle.c) */
 } ltb_handle;
 
 /* Pushes the tensor metatable (cached in the registry under a private key). */
@@ -43,9 +44,42 @@ int ltb_finish_or_self(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out
 /* Drops the handle's reference (idempotent); returns the bytes the allocator
  * got back (0 while a view or another reference keeps the storage). */
 size_t ltb_release(ltb_handle *h);
-/* Release of the handle at idx by t:free() and lt.del: also drops the handle's
- * cached t.grad handle, so that a gradient nobody else holds is collectable. */
+/* Release of the handle at idx by t:free() and lt.del: also forgets the
+ * handle's cached t.grad handle, which gives the gradient back at once when
+ * the script did not keep that handle (grad_handle.c); returns the bytes
+ * given back, the gradient's included. */
 size_t ltb_release_at(lua_State *L, int idx, ltb_handle *h);
+
+/* ---- t.grad and dropping gradients (grad_handle.c) ---- */
+
+/* Pushes t.grad for the handle at idx (holding t): the cached handle, or a
+ * new one that becomes the cached one; nil when t has no gradient. */
+int ltb_push_grad(lua_State *L, int idx, lt_tensor *t);
+/* t.grad = g (NULL: nil; checked by the caller) for the handle at idx; the
+ * value at value_idx becomes the cached handle. */
+void ltb_set_grad(lua_State *L, int idx, lt_tensor *t, lt_tensor *g, int value_idx);
+
+/* A drop of gradients: the bytes that the cached handles it forgot hold
+ * alone, and its id (the handles it watches carry it). */
+typedef struct ltb_grad_sweep {
+  size_t bytes;
+  unsigned id;
+} ltb_grad_sweep;
+void ltb_sweep_begin(ltb_grad_sweep *sw);
+/* Pushes the cached t.grad handle of the handle at idx (nil when none) and
+ * forgets it. */
+void ltb_take_grad_handle(lua_State *L, int idx);
+/* Pops the value ltb_take_grad_handle pushed, once the engine has dropped
+ * its own reference: a handle that now holds the last reference to its
+ * storage is watched by the sweep. */
+void ltb_sweep_add(lua_State *L, ltb_grad_sweep *sw);
+/* Collects when the watched bytes are worth it; returns the bytes the
+ * watched handles that nobody kept gave back. */
+size_t ltb_sweep_finish(lua_State *L, ltb_grad_sweep *sw);
+/* Called by the handle's finalizer with the bytes its release gave back. */
+void ltb_sweep_note(const ltb_handle *h, size_t bytes);
+/* Sets core._zero_grads and core._grad. */
+void ltb_open_grad_handle(lua_State *L, int core_idx);
 
 /* core._set_data(t, src): t's handle takes src's tensor (PyTorch's t.data = src). */
 int ltb_set_data(lua_State *L);

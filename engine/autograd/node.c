@@ -87,17 +87,39 @@ void ag_node_set_input(ag_node *n, int i, const lt_tensor *t) {
   }
 }
 
+lt_status lt_autograd_save(const lt_tensor *t, lt_tensor **alias) {
+  LT_TRY(lt_alias(t, alias));
+  lt_storage *s = (*alias)->storage;
+  s->saved_count++;
+  /* Memory statistics: a tensor kept for backward is an activation (a
+   * parameter or gradient keeps its own category). */
+  lt_block *b = s->block;
+  if (b && lt_block_category(b) == LT_CAT_OTHER) {
+    lt_block_set_category(b, LT_CAT_ACTIVATION);
+    s->saved_as_activation = true;
+  }
+  return LT_OK;
+}
+
+size_t lt_autograd_release_saved(lt_tensor *alias) {
+  if (!alias) return 0;
+  lt_storage *s = alias->storage;
+  if (--s->saved_count == 0 && s->saved_as_activation) {
+    s->saved_as_activation = false;
+    /* Unless someone gave it another category since. */
+    if (s->block && lt_block_category(s->block) == LT_CAT_ACTIVATION)
+      lt_block_set_category(s->block, LT_CAT_OTHER);
+  }
+  return lt_tensor_release(alias);
+}
+
 lt_status ag_node_save(ag_node *n, int slot, const lt_tensor *t) {
   lt_tensor *alias;
-  LT_TRY(lt_alias(t, &alias));
-  if (n->saved[slot].t) lt_tensor_release(n->saved[slot].t);
+  LT_TRY(lt_autograd_save(t, &alias));
+  lt_autograd_release_saved(n->saved[slot].t);
   n->saved[slot].t = alias;
   n->saved[slot].version = t->storage->version;
   n->has_saved = true;
-  /* Memory statistics: a tensor kept for backward is an activation (a
-   * parameter or gradient keeps its own category). */
-  lt_block *b = t->storage->block;
-  if (b && lt_block_category(b) == LT_CAT_OTHER) lt_block_set_category(b, LT_CAT_ACTIVATION);
   return LT_OK;
 }
 
@@ -105,7 +127,7 @@ lt_status ag_node_save(ag_node *n, int slot, const lt_tensor *t) {
 size_t ag_node_release_saved(ag_node *n) {
   size_t given_back = 0;
   for (int s = 0; s < AG_MAX_SAVED; s++) {
-    if (n->saved[s].t) given_back += lt_tensor_release(n->saved[s].t);
+    given_back += lt_autograd_release_saved(n->saved[s].t);
     n->saved[s].t = NULL;
   }
   if (n->custom && n->custom->free_ud) {

@@ -171,6 +171,7 @@ local function found_inf(s)
     local found = false
     for _, flag in ipairs(s.flags) do
       if flag:item() ~= 0 then found = true end
+      flag:free() -- made by unscale_ and read only here
     end
     s.found_inf, s.flags = found, nil
   end

@@ -17,6 +17,7 @@ local autograd = require "lt.autograd"
 local recompute = require "lt.recompute"
 
 local is_tensor = core.is_tensor
+local grad_of = core._grad
 local pack, unpack = table.pack, table.unpack
 
 local shape_text = require("lt.shapes").text
@@ -165,7 +166,8 @@ function Checkpoint.backward(ctx, ...)
   local result = { nil, nil } -- fn and nargs take no gradient
   for i = 1, ctx.nargs do
     local x = inputs[i]
-    result[i + 2] = x and x.grad or nil
+    -- Not x.grad: x:free() below would then find its cached handle.
+    result[i + 2] = x and grad_of(x) or nil
   end
   -- The recomputed outputs and the detached inputs are garbage now; released
   -- here, not when the collector comes, so that the next segment's recompute

@@ -120,10 +120,21 @@ function training.load_checkpoint(path, parts)
   return math.tointeger(tonumber(meta.epoch)) or 0
 end
 
+-- sum + t, freeing both (every temporary evaluate makes is freed at once
+-- rather than left for the collector).
+local function accumulate(sum, t)
+  if sum == nil then return t end
+  local new = sum + t
+  sum:free()
+  t:free()
+  return new
+end
+
 -- Accuracy and mean loss of model over loader, without a graph. prepare turns
 -- a batch's images into the model's input; batches move to device (default
 -- the CPU). The counts add up on the device and are read once at the end, so
 -- that a GPU runs the batches without waiting for the host in between.
+
 function training.evaluate(model, loader, prepare, loss_fn, device)
   local lt = require "lt"
   local was_training = model.training
@@ -134,11 +145,18 @@ function training.evaluate(model, loader, prepare, loss_fn, device)
       local logits = model(prepare(images))
       local n = labels:size(1)
       if loss_fn then
-        local batch_loss = loss_fn(logits, labels):double() * n
-        loss_sum = loss_sum and loss_sum + batch_loss or batch_loss
+        local loss = loss_fn(logits, labels)
+        local wide = loss:double()
+        local batch_loss = wide * n
+        if not rawequal(wide, loss) then wide:free() end
+        loss_sum = accumulate(loss_sum, batch_loss)
       end
-      local hits = logits:argmax(2):eq(labels):sum()
-      correct = correct and correct + hits or hits
+      local predicted = logits:argmax(2)
+      local equal = predicted:eq(labels)
+      local hits = equal:sum()
+      predicted:free()
+      equal:free()
+      correct = accumulate(correct, hits)
       seen = seen + n
     end
   end)

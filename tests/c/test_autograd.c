@@ -666,6 +666,46 @@ static void test_no_grad(void) {
   lt_tensor_release(x);
 }
 
+/* A saved tensor counts as an activation exactly while some graph keeps it:
+ * two graphs save x, it stays one until both are gone; a parameter saved by
+ * a graph stays a parameter. */
+static size_t activation_bytes(void) {
+  lt_memory_stats s;
+  lt_memory_get_stats(lt_cpu(), &s);
+  return (size_t)s.category_bytes[LT_CAT_ACTIVATION].current;
+}
+
+static void test_saved_category(void) {
+  lt_tensor *w = random_tensor(SHAPE(16, 16), 2, ANY, true), *x = random_tensor(SHAPE(16), 1, ANY, false);
+  lt_tensor *g = random_tensor(SHAPE(16), 1, ANY, false);
+  lt_block_set_category(w->storage->block, LT_CAT_PARAMETER);
+  const size_t before = activation_bytes(), xbytes = lt_block_size(x->storage->block);
+  lt_tensor *y1 = NULL, *y2 = NULL;
+  CHECK(lt_matmul(w, x, &y1) == LT_OK);
+  CHECK(lt_matmul(w, x, &y2) == LT_OK);
+  CHECK(lt_block_category(x->storage->block) == LT_CAT_ACTIVATION);
+  CHECK_EQ_INT(activation_bytes(), before + xbytes);
+  /* backward without retain_graph frees y1's saved x; y2's graph still has it */
+  CHECK(lt_backward(y1, g, false) == LT_OK);
+  CHECK(lt_block_category(x->storage->block) == LT_CAT_ACTIVATION);
+  CHECK(lt_backward(y2, g, true) == LT_OK); /* retained: still saved */
+  CHECK(lt_block_category(x->storage->block) == LT_CAT_ACTIVATION);
+  lt_tensor_release(y2); /* the graph dropped */
+  CHECK(lt_block_category(x->storage->block) == LT_CAT_OTHER);
+  CHECK_EQ_INT(activation_bytes(), before);
+  lt_tensor_release(y1);
+  /* w saved for x's gradient keeps its own category, before and after */
+  CHECK(lt_requires_grad_(x, true) == LT_OK);
+  CHECK(lt_matmul(w, x, &y1) == LT_OK);
+  CHECK(lt_block_category(w->storage->block) == LT_CAT_PARAMETER);
+  CHECK(lt_backward(y1, g, false) == LT_OK);
+  CHECK(lt_block_category(w->storage->block) == LT_CAT_PARAMETER);
+  CHECK(lt_block_category(x->storage->block) == LT_CAT_OTHER);
+  CHECK_EQ_INT(activation_bytes(), before);
+  lt_tensor *all[] = {y1, w, x, g};
+  release_all(all, 4);
+}
+
 /* A custom node: y = 2 x (forward run by the caller), backward gives 2 g
  * to the first input and nothing to the second. */
 typedef struct custom_ud {
@@ -754,6 +794,7 @@ int main(void) {
   test_version_counter();
   test_graph_memory();
   test_no_grad();
+  test_saved_category();
   test_custom();
   return check_summary("test_autograd");
 }

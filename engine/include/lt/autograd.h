@@ -60,6 +60,17 @@ lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph)
  * grad mode is off). ud must not hold references to the outputs (that would
  * be a cycle that keeps the graph alive). Outputs of a floating dtype are
  * marked as requiring grad; an output may not be one of the inputs. */
+/* ---- saved tensors ----
+ * A tensor kept for backward is held by an alias (same storage, no autograd
+ * metadata) made here; while any such alias is alive, in any graph, the
+ * storage counts as "activation" in the memory statistics (unless it has a
+ * category of its own: a parameter stays a parameter). When the last one is
+ * released the storage counts as "other" again. */
+lt_status lt_autograd_save(const lt_tensor *t, lt_tensor **alias);
+/* Releases an alias from lt_autograd_save (NULL allowed); returns the bytes
+ * given back to the allocator. */
+size_t lt_autograd_release_saved(lt_tensor *alias);
+
 typedef lt_status (*lt_custom_backward_fn)(void *ud, lt_tensor *const *grad_outputs, int nout,
                                            lt_tensor **grad_inputs, int nin);
 lt_status lt_autograd_custom(lt_tensor **outputs, int nout, lt_tensor *const *inputs, int nin,

@@ -41,6 +41,11 @@ typedef struct lt_storage {
   uint64_t version; /* bumped by every in-place write (autograd checks it) */
   const char *last_inplace_op; /* the op of the latest write ("relu_"), a static
                                   string, for autograd's messages; NULL if none */
+  /* Aliases of this storage that graphs keep for backward (lt_autograd_save),
+   * and whether those made it an activation (then the last one's release
+   * makes it "other" again). */
+  int64_t saved_count;
+  bool saved_as_activation;
   bool pinned;        /* host memory from the pinned pool (device stays the CPU) */
   void *pending_copy; /* a device backend's marker (a CUDA event) of an
                          asynchronous copy still reading or writing these

@@ -140,24 +140,42 @@ local function soft_cross_entropy(input, target, opts)
     end
   end
 
+  -- Each intermediate is freed at its last use: those the graph saves stay
+  -- alive through it, the others (input-sized, most of them) go back now
+  -- instead of when the collector comes.
   local p = target
-  if ls > 0 then p = target * (1 - ls) + ls / c end
-  local terms = F.log_softmax(input, cdim) * p
+  if ls > 0 then
+    local scaled = target * (1 - ls)
+    p = scaled + ls / c
+    scaled:free()
+  end
+  local log_probs = F.log_softmax(input, cdim)
+  local terms = log_probs * p
+  log_probs:free()
+  if not rawequal(p, target) then p:free() end
   if weight ~= nil then
+    local w = weight
     if ndim > 1 then
       -- [1, C, 1, ...]: broadcast over the batch and spatial dims.
       local view = {}
       for d = 1, ndim do view[d] = 1 end
       view[2] = c
-      weight = weight:view(view)
+      w = weight:view(view)
     end
-    terms = terms * weight
+    local weighted = terms * w
+    terms:free()
+    if not rawequal(w, weight) then w:free() end
+    terms = weighted
   end
-  if reduction == "none" then return -terms:sum(cdim) end
-  local total = -terms:sum()
-  if reduction == "sum" then return total end
+  local sum = reduction == "none" and terms:sum(cdim) or terms:sum()
+  terms:free()
+  local total = -sum
+  sum:free()
+  if reduction ~= "mean" then return total end
   -- An empty batch gives 0 / 0, NaN, as PyTorch's.
-  return total / (input:numel() / c)
+  local mean = total / (input:numel() / c)
+  total:free()
+  return mean
 end
 
 local class_index_cross_entropy = F.cross_entropy

@@ -20,6 +20,8 @@ local not_applied = require "lt.not_applied"
 local is_tensor = core.is_tensor
 local set_category = core.memory.set_category
 local set_data = core._set_data
+local zero_grads = core._zero_grads
+local grad_of = core._grad
 
 local Module = {}
 
@@ -373,16 +375,10 @@ function Module:requires_grad_(on)
 end
 
 -- Gradients to nil (default; frees their memory) or zero-filled with
--- {set_to_none=false}.
+-- {set_to_none=false}; in C, with no handle made for any gradient.
 function Module:zero_grad(opts)
   local set_to_none = not (type(opts) == "table" and opts.set_to_none == false)
-  for _, p in ipairs(self:parameters()) do
-    if set_to_none then
-      p.grad = nil
-    elseif p.grad ~= nil then
-      p.grad:zero_()
-    end
-  end
+  zero_grads(self:parameters(), set_to_none)
   return self
 end
 
@@ -455,8 +451,12 @@ function Module:to(a, b)
           local data = p:detach()
           local new = converted(data)
           if not rawequal(new, data) then
-            local grad = p.grad
-            params[#params + 1] = { p, new, grad ~= nil and converted(grad) or nil }
+            -- Not p.grad: that handle would stay cached on p and hold the
+            -- old gradient until collected.
+            local grad = grad_of(p)
+            local new_grad = grad ~= nil and converted(grad) or nil
+            if grad ~= nil and not rawequal(new_grad, grad) then grad:free() end
+            params[#params + 1] = { p, new, new_grad }
           end
           done[p] = p
         end

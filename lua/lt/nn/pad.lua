@@ -75,7 +75,10 @@ function pad.conv2d(conv2d, x, w, b, opts)
   -- Only a batch [N, C, H, W] is padded: the op refuses any other input
   -- with its own shape.
   if extra and core.is_tensor(x) and x:dim() == 4 then
-    local ok, y = pcall(conv2d, core._pad(x, extra), w, b, o)
+    local padded = core._pad(x, extra)
+    local ok, y = pcall(conv2d, padded, w, b, o)
+    -- An input-sized copy: its bytes go back now unless the graph saved it.
+    padded:free()
     if ok then return y end
     -- Refused: the message would show the padded shape. The input as given
     -- differs only in H and W, so it is refused too, naming its own shape.

@@ -16,6 +16,7 @@ local not_applied = require "lt.not_applied"
 local set_category = core.memory.set_category
 local is_tensor = core.is_tensor
 local has_grad = core._optim.has_grad
+local zero_grads = core._zero_grads
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
@@ -190,7 +191,8 @@ function Optimizer:step(closure)
 end
 
 -- Gradients to nil (the default: their memory goes back to the allocator as
--- soon as nothing else holds them), or filled with zeros with set_to_none=false.
+-- soon as nothing else holds them), or filled with zeros with set_to_none=false;
+-- in C, with no handle made for any gradient.
 function Optimizer:zero_grad(options)
   local set_to_none = true
   if options ~= nil then
@@ -200,16 +202,12 @@ function Optimizer:zero_grad(options)
     end
     if options.set_to_none ~= nil then set_to_none = options.set_to_none end
   end
-  for _, group in ipairs(self.param_groups) do
-    for _, p in ipairs(group.params) do
-      if set_to_none then
-        p.grad = nil
-      else
-        local g = p.grad
-        if g ~= nil then g:zero_() end
-      end
-    end
+  local params = self.param_groups[1] and self.param_groups[1].params or {}
+  if #self.param_groups > 1 then -- one list, so that one collection serves all (core._zero_grads)
+    params = {}
+    for _, group in ipairs(self.param_groups) do table.move(group.params, 1, #group.params, #params + 1, params) end
   end
+  zero_grads(params, set_to_none)
 end
 
 -- Bytes of the state tensors (0 before the first step: state is lazy).
