@@ -46,9 +46,9 @@ static int freed_error(lua_State *L, int idx, const char *op) {
   bool method;
   const char *name = called_as(L, &method);
   if (op == NULL) op = name ? name : "?";
-  if (idx < 0) return luaL_error(L, "%s: attempt to use a freed tensor", op);
-  if (method && idx == 1) return luaL_error(L, "%s: attempt to use a freed tensor (self)", op);
-  return luaL_error(L, "%s: attempt to use a freed tensor (argument #%d)", op, method ? idx - 1 : idx);
+  if (idx < 0) return ltb_error(L, "%s: attempt to use a freed tensor", op);
+  if (method && idx == 1) return ltb_error(L, "%s: attempt to use a freed tensor (self)", op);
+  return ltb_error(L, "%s: attempt to use a freed tensor (argument #%d)", op, method ? idx - 1 : idx);
 }
 
 lt_tensor *ltb_test_tensor(lua_State *L, int idx) {
@@ -66,18 +66,18 @@ lt_tensor *ltb_check_tensor(lua_State *L, int idx, const char *op) {
   const char *name = called_as(L, &method);
   /* t.backward() with a dot passes no self: say how to call a method. */
   if (idx == 1 && !method && name != NULL && strcmp(name, op) == 0)
-    luaL_error(L, "%s: expected a tensor, got %s as self (argument #1); call a tensor method with a "
+    ltb_error(L, "%s: expected a tensor, got %s as self (argument #1); call a tensor method with a "
                   "colon: t:%s(...)",
                op, luaL_typename(L, idx), op);
-  luaL_error(L, "%s: expected a tensor, got %s", op, luaL_typename(L, idx));
+  ltb_error(L, "%s: expected a tensor, got %s", op, luaL_typename(L, idx));
   return NULL;
 }
 
 lt_tensor *ltb_list_tensor(lua_State *L, const char *op, lua_Integer i) {
   ltb_handle *h = ltb_test_handle(L, -1);
   if (h == NULL)
-    luaL_error(L, "%s: element %I of the list is a %s, expected a tensor", op, i, luaL_typename(L, -1));
-  if (h->tensor == NULL) luaL_error(L, "%s: attempt to use a freed tensor (element %I of the list)", op, i);
+    ltb_error(L, "%s: element %I of the list is a %s, expected a tensor", op, i, luaL_typename(L, -1));
+  if (h->tensor == NULL) ltb_error(L, "%s: attempt to use a freed tensor (element %I of the list)", op, i);
   return h->tensor;
 }
 
@@ -136,7 +136,7 @@ static int tensor_gc(lua_State *L) {
 /* t:free(): returns the bytes given back, like lt.del. */
 static int tensor_free(lua_State *L) {
   ltb_handle *h = ltb_test_handle(L, 1);
-  if (h == NULL) return luaL_error(L, "free: expected a tensor, got %s", luaL_typename(L, 1));
+  if (h == NULL) return ltb_error(L, "free: expected a tensor, got %s", luaL_typename(L, 1));
   lua_pushinteger(L, (lua_Integer)ltb_release_at(L, 1, h));
   return 1;
 }
@@ -147,11 +147,11 @@ static int tensor_free(lua_State *L) {
  * t's gradient is dropped (assign it again afterwards). Returns t. */
 int ltb_set_data(lua_State *L) {
   ltb_handle *h = ltb_test_handle(L, 1);
-  if (h == NULL) return luaL_error(L, "_set_data: expected a tensor, got %s", luaL_typename(L, 1));
-  if (h->tensor == NULL) return luaL_error(L, "attempt to use a freed tensor");
+  if (h == NULL) return ltb_error(L, "_set_data: expected a tensor, got %s", luaL_typename(L, 1));
+  if (h->tensor == NULL) return ltb_error(L, "attempt to use a freed tensor");
   lt_tensor *src = ltb_check_tensor(L, 2, "_set_data");
   if (!lt_is_leaf(h->tensor) || !lt_is_leaf(src))
-    return luaL_error(L, "_set_data: expected leaf tensors");
+    return ltb_error(L, "_set_data: expected leaf tensors");
   lua_settop(L, 2);
   if (src != h->tensor) {
     /* The old tensor goes with its gradient, and the cached t.grad handle
@@ -172,7 +172,7 @@ int ltb_set_data(lua_State *L) {
 
 static int tensor_is_freed(lua_State *L) {
   ltb_handle *h = ltb_test_handle(L, 1);
-  if (h == NULL) return luaL_error(L, "is_freed: expected a tensor, got %s", luaL_typename(L, 1));
+  if (h == NULL) return ltb_error(L, "is_freed: expected a tensor, got %s", luaL_typename(L, 1));
   lua_pushboolean(L, h->tensor == NULL);
   return 1;
 }
@@ -192,7 +192,7 @@ static int tensor_tostring(lua_State *L) {
 
 static int tensor_len(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "len");
-  if (t->ndim == 0) return luaL_error(L, "len: a 0-dim tensor has no length (use item)");
+  if (t->ndim == 0) return ltb_error(L, "len: a 0-dim tensor has no length (use item)");
   lua_pushinteger(L, (lua_Integer)t->shape[0]);
   return 1;
 }
@@ -209,7 +209,7 @@ static lua_Integer check_index_key(lua_State *L, int idx) {
   int is_int;
   lua_Integer i = lua_tointegerx(L, idx, &is_int);
   if (!is_int || lua_type(L, idx) != LUA_TNUMBER)
-    luaL_error(L, "index: a tensor index must be an integer, got %s",
+    ltb_error(L, "index: a tensor index must be an integer, got %s",
                lua_type(L, idx) == LUA_TNUMBER ? luaL_tolstring(L, idx, NULL)
                                                 : luaL_typename(L, idx));
   return i;
@@ -232,7 +232,7 @@ static int assign_integer(lua_State *L) {
   int vt = lua_type(L, 3);
   lt_tensor *src = vt == LUA_TUSERDATA ? ltb_test_tensor(L, 3) : NULL;
   if (vt != LUA_TNUMBER && vt != LUA_TBOOLEAN && src == NULL)
-    return luaL_error(L, "index assignment: expected a number, a boolean or a tensor, got %s",
+    return ltb_error(L, "index assignment: expected a number, a boolean or a tensor, got %s",
                       luaL_typename(L, 3));
   lt_tensor *view = NULL;
   lt_status st = ltb_select(t, 0, i, &view);
@@ -290,19 +290,19 @@ static void format_shape(char *buf, int n, const lt_tensor *t) {
 
 static void check_grad_matches(lua_State *L, const lt_tensor *t, const lt_tensor *g) {
   char a[160], b[160];
-  if (g == t) luaL_error(L, "grad: a tensor cannot be its own gradient");
+  if (g == t) ltb_error(L, "grad: a tensor cannot be its own gradient");
   bool same_shape = g->ndim == t->ndim;
   for (int i = 0; same_shape && i < t->ndim; i++) same_shape = g->shape[i] == t->shape[i];
   if (!same_shape) {
     format_shape(a, sizeof a, g);
     format_shape(b, sizeof b, t);
-    luaL_error(L, "grad: the assigned gradient has shape %s but the tensor has shape %s", a, b);
+    ltb_error(L, "grad: the assigned gradient has shape %s but the tensor has shape %s", a, b);
   }
   if (g->dtype != t->dtype)
-    luaL_error(L, "grad: the assigned gradient has dtype %s but the tensor has dtype %s",
+    ltb_error(L, "grad: the assigned gradient has dtype %s but the tensor has dtype %s",
                lt_dtype_name(g->dtype), lt_dtype_name(t->dtype));
   if (!lt_device_eq(g->storage->device, t->storage->device))
-    luaL_error(L, "grad: the assigned gradient is on %s but the tensor is on %s",
+    ltb_error(L, "grad: the assigned gradient is on %s but the tensor is on %s",
                lt_device_name(g->storage->device, a), lt_device_name(t->storage->device, b));
 }
 
@@ -310,7 +310,7 @@ static void set_grad(lua_State *L, lt_tensor *t) {
   lt_tensor *g = NULL;
   if (!lua_isnil(L, 3)) {
     g = ltb_test_tensor(L, 3);
-    if (g == NULL) luaL_error(L, "grad: expected a tensor or nil, got %s", luaL_typename(L, 3));
+    if (g == NULL) ltb_error(L, "grad: expected a tensor or nil, got %s", luaL_typename(L, 3));
     check_grad_matches(L, t, g);
   }
   ltb_set_grad(L, 1, t, g, 3);
@@ -334,14 +334,14 @@ static int tensor_index(lua_State *L) {
     return get_field(L, ltb_check_tensor(L, 1, "index"), (enum field)f);
   }
   if (kt == LUA_TNUMBER) return index_integer(L);
-  return luaL_error(L, "index: a tensor index must be an integer, got %s", luaL_typename(L, 2));
+  return ltb_error(L, "index: a tensor index must be an integer, got %s", luaL_typename(L, 2));
 }
 
 static int tensor_newindex(lua_State *L) {
   int kt = lua_type(L, 2);
   if (kt == LUA_TNUMBER) return assign_integer(L);
   if (kt != LUA_TSTRING)
-    return luaL_error(L, "index assignment: a tensor index must be an integer, got %s",
+    return ltb_error(L, "index assignment: a tensor index must be an integer, got %s",
                       luaL_typename(L, 2));
   lt_tensor *t = ltb_check_tensor(L, 1, "index assignment");
   lua_pushvalue(L, 2);
@@ -349,7 +349,7 @@ static int tensor_newindex(lua_State *L) {
   lua_pop(L, 1);
   if (f == F_REQUIRES_GRAD) {
     if (!lua_isboolean(L, 3))
-      return luaL_error(L, "requires_grad: expected a boolean, got %s", luaL_typename(L, 3));
+      return ltb_error(L, "requires_grad: expected a boolean, got %s", luaL_typename(L, 3));
     ltb_set_requires_grad(L, t, lua_toboolean(L, 3), "requires_grad");
     return 0;
   }
@@ -357,7 +357,7 @@ static int tensor_newindex(lua_State *L) {
     set_grad(L, t);
     return 0;
   }
-  return luaL_error(L, "cannot set field '%s' of a tensor", lua_tostring(L, 2));
+  return ltb_error(L, "cannot set field '%s' of a tensor", lua_tostring(L, 2));
 }
 
 /* ---- the metatable ---- */

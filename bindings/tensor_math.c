@@ -316,7 +316,7 @@ static int lt_pad_fn(lua_State *L) {
 void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx) {
   methods_idx = lua_absindex(L, methods_idx);
   core_idx = lua_absindex(L, core_idx);
-  for (int op = 0; op < LT_NBINARY; op++) {
+  for (int op = 0; op < LT_NBINARY_METHODS; op++) {
     ltb_push_binary_function(L, (lt_binary_op)op);
     lua_setfield(L, methods_idx, binary_names[op]);
     /* Every op has its in-place form, comparisons included: a:gt_(b) writes

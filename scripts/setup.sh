@@ -23,5 +23,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+# ccache, when the machine has it, makes a rebuild after a small change cheap.
+launchers=()
+if command -v ccache >/dev/null 2>&1; then
+  for lang in C CXX CUDA; do launchers+=("-DCMAKE_${lang}_COMPILER_LAUNCHER=ccache"); done
+fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${launchers[@]}" "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"

@@ -23,6 +23,7 @@ static const char *binary_node_name(lt_binary_op op) {
     case LT_OP_MINIMUM: return "MinimumBackward";
     case LT_OP_REMAINDER: return "RemainderBackward";
     case LT_OP_FLOOR_DIVIDE: return "FloorDivideBackward";
+    case LT_OP_RELU_GRAD: return "ThresholdBackwardBackward";
     default: return "ComparisonBackward";
   }
 }
@@ -129,6 +130,10 @@ static lt_status binary_backward(ag_node *n, lt_tensor *const *grad_out, lt_tens
           gb = ag_bin(&c, LT_OP_MUL, g, ag_un(&c, LT_OP_NEG, ag_bin(&c, LT_OP_FLOOR_DIVIDE, a, b)));
       }
       break;
+    case LT_OP_RELU_GRAD: /* ReLU's double backward: the same mask for a, flat in b */
+      if (need_a) ga = ag_bin(&c, LT_OP_RELU_GRAD, g, b);
+      if (need_b) gb = ag_zeros_expanded(&c, b->shape, b->ndim, g->dtype, g->storage->device);
+      break;
     default:
       break; /* comparisons give bool results: never recorded */
   }
@@ -146,6 +151,7 @@ static void binary_saves(lt_binary_op op, bool need_a, bool need_b, bool scalar,
     case LT_OP_DIV: *keep_a = need_b || (scalar && scalar_first), *keep_b = need_a || need_b; break;
     case LT_OP_POW: case LT_OP_MAXIMUM: case LT_OP_MINIMUM: *keep_a = true, *keep_b = !scalar; break;
     case LT_OP_REMAINDER: *keep_a = need_b || (scalar && scalar_first), *keep_b = need_b; break;
+    case LT_OP_RELU_GRAD: *keep_b = need_a || need_b; break;
     default: break;
   }
   *keep_b = *keep_b && !scalar;
@@ -263,7 +269,7 @@ static lt_status unary_backward(ag_node *n, lt_tensor *const *grad_out, lt_tenso
       break;
     }
     case LT_OP_ABS: gi = ag_bin(&c, LT_OP_MUL, g, ag_un(&c, LT_OP_SIGN, x)); break;
-    case LT_OP_RELU: gi = ag_keep_where(&c, ag_bin_s(&c, LT_OP_GT, y, 0.0), g); break;
+    case LT_OP_RELU: gi = ag_bin(&c, LT_OP_RELU_GRAD, g, y); break;
     case LT_OP_SIGMOID: { /* y (1 - y) */
       lt_tensor *d = ag_bin(&c, LT_OP_MUL, y, ag_s_bin(&c, LT_OP_SUB, 1.0, y));
       gi = ag_bin(&c, LT_OP_MUL, g, d);

@@ -74,6 +74,7 @@ FLOAT_DIVISION(double, double, fmod, floor, copysign)
     case LT_OP_LE: BINARY_LOOPS(T, (T)(x <= y)); break;                         \
     case LT_OP_GT: BINARY_LOOPS(T, (T)(x > y)); break;                          \
     case LT_OP_GE: BINARY_LOOPS(T, (T)(x >= y)); break;                         \
+    case LT_OP_RELU_GRAD: BINARY_LOOPS(T, y <= 0 ? (T)0 : x); break;            \
     default: break;                                                             \
   }
 

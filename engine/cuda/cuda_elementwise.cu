@@ -52,6 +52,7 @@ template <typename C> __device__ inline C binary_float(int op, C x, C y) {
     case LT_OP_GE: return (C)(x >= y);
     case LT_OP_REMAINDER: return float_remainder(x, y);
     case LT_OP_FLOOR_DIVIDE: return float_floor_divide(x, y);
+    case LT_OP_RELU_GRAD: return y <= (C)0 ? (C)0 : x; // a NaN y passes x, as PyTorch
     default: return 0;
   }
 }

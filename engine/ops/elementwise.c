@@ -11,7 +11,7 @@ static const char *const binary_names[LT_NBINARY] = {
     [LT_OP_MINIMUM] = "minimum", [LT_OP_EQ] = "eq",           [LT_OP_NE] = "ne",
     [LT_OP_LT] = "lt",           [LT_OP_LE] = "le",           [LT_OP_GT] = "gt",
     [LT_OP_GE] = "ge",           [LT_OP_REMAINDER] = "remainder",
-    [LT_OP_FLOOR_DIVIDE] = "floor_divide",
+    [LT_OP_FLOOR_DIVIDE] = "floor_divide",  [LT_OP_RELU_GRAD] = "relu_grad",
 };
 
 static const char *const unary_names[LT_NUNARY] = {
@@ -30,7 +30,7 @@ static const char *const binary_inplace_names[LT_NBINARY] = {
     [LT_OP_MINIMUM] = "minimum_", [LT_OP_EQ] = "eq_",           [LT_OP_NE] = "ne_",
     [LT_OP_LT] = "lt_",           [LT_OP_LE] = "le_",           [LT_OP_GT] = "gt_",
     [LT_OP_GE] = "ge_",           [LT_OP_REMAINDER] = "remainder_",
-    [LT_OP_FLOOR_DIVIDE] = "floor_divide_",
+    [LT_OP_FLOOR_DIVIDE] = "floor_divide_", [LT_OP_RELU_GRAD] = "relu_grad_",
 };
 
 static const char *const unary_inplace_names[LT_NUNARY] = {
@@ -72,6 +72,9 @@ static lt_status binary_types(const char *name, lt_binary_op op, lt_dtype common
                     name);
   if ((op == LT_OP_REMAINDER || op == LT_OP_FLOOR_DIVIDE) && common == LT_BOOL)
     return lt_error(LT_ERR_DTYPE, "%s: not implemented for bool tensors", name);
+  if (op == LT_OP_RELU_GRAD && !lt_dtype_is_floating(common))
+    return lt_error(LT_ERR_DTYPE, "%s: expected floating point tensors, got %s", name,
+                    lt_dtype_name(common));
   *compute = common;
   *result = common;
   if (op == LT_OP_DIV && !lt_dtype_is_floating(common)) /* true division */

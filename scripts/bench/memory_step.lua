@@ -2,7 +2,10 @@
 -- allocated bytes of the second and third training steps of one of
 -- scripts/bench/steps.lua's models, everything included (model, data,
 -- gradients, optimizer state), on the CPU device, as written (no lt.del, no
--- lt.gc()). Prints one line: model batch peak_mib
+-- lt.gc()). Prints one line: model batch requested_peak_mib allocated_peak_mib.
+-- The first counts tensors' own bytes (what PyTorch's profiler timeline
+-- counts); the second the allocator's blocks (512-byte rounding, and up to
+-- 1 MiB a large block keeps unsplit: torch.cuda.max_memory_allocated's).
 --   lt scripts/bench/memory_step.lua mlp|cnn|block BATCH
 local lt = lt or require "lt"
 local id, batch = arg[1], tonumber(arg[2])
@@ -10,13 +13,16 @@ lt.set_num_threads(1)
 lt.manual_seed(0)
 for _, s in ipairs(dofile("scripts/bench/steps.lua")) do
   if s.id == id then
-    local before = lt.memory.allocated("cpu")
+    local before = lt.memory.stats("cpu")
     local step = s.make(batch)
     step()
     lt.memory.reset_peak("cpu")
     step()
     step()
-    print(("%s %d %.2f"):format(id, batch, (lt.memory.max_allocated("cpu") - before) / 2 ^ 20))
+    local after = lt.memory.stats("cpu")
+    print(("%s %d %.2f %.2f"):format(id, batch,
+      (after.requested_bytes.all.peak - before.requested_bytes.all.current) / 2 ^ 20,
+      (after.allocated_bytes.all.peak - before.allocated_bytes.all.current) / 2 ^ 20))
     return
   end
 end

@@ -287,3 +287,25 @@ describe("data loading temporaries", function()
     assert.equal(before + block(images:nbytes()) + block(labels:nbytes()), allocated())
   end)
 end)
+
+describe("backward temporaries", function()
+  it("ReLU's backward makes its gradient in one pass, with no mask beside it", function()
+    -- 1 MiB of float32: a bool mask would add 256 KiB at the peak.
+    local x = lt.randn(256, 1024, { requires_grad = true })
+    local y = x:relu()
+    local g = lt.ones(256, 1024)
+    lt.gc()
+    local before = allocated()
+    lt.memory.reset_peak()
+    y:backward(g)
+    -- The input's gradient is the one new tensor (the saved output is freed).
+    assert.equal(before + 1024 * 1024, lt.memory.max_allocated())
+  end)
+
+  it("ReLU's gradient passes where the output is NaN, as PyTorch's threshold_backward", function()
+    local x = lt.tensor({ -1, 0, 2, 0 / 0 }, { dtype = "float64", requires_grad = true })
+    x:relu():sum():backward()
+    assert.same({ 0, 0, 1, 1 }, x.grad:totable())
+    assert.is_nil(lt.ones(2).relu_grad) -- the engine's own op, not a tensor method
+  end)
+end)

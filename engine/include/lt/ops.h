@@ -28,8 +28,16 @@ typedef enum lt_binary_op {
    * 0 is an error on the CPU (PyTorch's ZeroDivisionError). */
   LT_OP_REMAINDER,
   LT_OP_FLOOR_DIVIDE,
+  /* Not a tensor method (ops past LT_NBINARY_METHODS are the engine's own):
+   * ReLU's gradient, a where b > 0 and 0 where b <= 0 (PyTorch's
+   * threshold_backward at 0: a NaN b passes a), floating dtypes only. One
+   * pass, without the bool mask that where() would need at the peak of a
+   * backward. */
+  LT_OP_RELU_GRAD,
   LT_NBINARY
 } lt_binary_op;
+
+#define LT_NBINARY_METHODS LT_OP_RELU_GRAD
 
 /* eq, ne, lt, le, gt, ge: results are bool. */
 static inline bool lt_binary_is_comparison(lt_binary_op op) {
