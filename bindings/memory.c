@@ -177,8 +177,8 @@ static void oom_hook(void *ud, lt_device dev, size_t nbytes) {
  * time in proportion to the Lua heap, so past PEAK_HEAP_FREE it runs only
  * when the tensors charged since the last one are not small next to the
  * heap; until then the mark moves up by what is missing. */
-#define PEAK_SLACK_DIV 100 /* 1% */
-#define PEAK_SLACK_MIN (64 * KIB)
+#define PEAK_SLACK_DIV 400 /* 0.25% */
+#define PEAK_SLACK_MIN (16 * KIB)
 /* A heap up to this size is collected at every mark: a training script's is
  * a few hundred KiB, whose full collection takes well under 0.1 ms. */
 #define PEAK_HEAP_FREE (4 * MIB)

@@ -309,3 +309,48 @@ describe("backward temporaries", function()
     assert.is_nil(lt.ones(2).relu_grad) -- the engine's own op, not a tensor method
   end)
 end)
+
+describe("nn.Sequential's intermediate results", function()
+  local Keep = nn.Module:extend("Keep") -- a custom layer that keeps what it is given and returns
+  function Keep:forward(x)
+    self.seen = x
+    self.made = x * 1
+    return self.made
+  end
+
+  it("go back as soon as the next built-in layer has used them", function()
+    lt.memory._peak_collect(false) -- the release itself, not a collection, must do it
+    local ok, err = pcall(function()
+      local seq = nn.Sequential(nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh())
+      local x = lt.randn(64, 256)
+      lt.gc()
+      local before = allocated()
+      lt.memory.reset_peak()
+      local y = lt.no_grad(function() return seq(x) end)
+      -- 64 KiB each: never more than two results at once, and only y is left.
+      assert.equal(before + 2 * 65536, lt.memory.max_allocated())
+      assert.equal(before + 65536, allocated())
+      assert.equal(64, y.shape[1])
+    end)
+    lt.memory._peak_collect(true)
+    assert(ok, err)
+  end)
+
+  it("leave the caller's input and whatever a custom module made or took alone", function()
+    local keep = Keep()
+    local seq = nn.Sequential(nn.Linear(4, 4), keep, nn.ReLU({ inplace = true }), nn.Tanh())
+    local x = lt.randn(2, 4)
+    local y = seq(x)
+    assert.same({ 2, 4 }, keep.seen.shape) -- the Linear's output, held by the custom layer
+    assert.same({ 2, 4 }, keep.made.shape) -- the custom layer's output, ReLU'd in place
+    assert.same({ 2, 4 }, x.shape)
+    assert.same({ 2, 4 }, y.shape)
+  end)
+
+  it("keep an in-place layer's result, which is its input, alive", function()
+    local seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU({ inplace = true }), nn.Identity())
+    local y = seq(lt.randn(2, 4, { requires_grad = true }))
+    assert.is_true(y:sum():item() >= 0)
+    y:sum():backward()
+  end)
+end)

@@ -6,6 +6,8 @@ local Module = require "lt.nn.module"
 local raise = require "lt.user_error"
 
 local is_module = Module.is_module
+local keeps_no_handles = Module.keeps_no_handles
+local is_tensor = require("lt.core").is_tensor
 
 -- Modules given as varargs or as one list table.
 local function module_list(name, ...)
@@ -46,11 +48,24 @@ function Sequential:init(...)
   for i = 1, n do self:add_module(tostring(i), list[i]) end
 end
 
+-- An intermediate result that a layer keeping no handles made here is
+-- released as soon as the next such layer has used it: nobody else can hold
+-- it, so its bytes go back at once, as reference counting would give them
+-- back, instead of waiting for the collector (autograd keeps what it saved).
+-- The caller's input, and anything a custom module made or took, is left
+-- alone. An in-place layer returns its input: it stays this loop's own.
 function Sequential:forward(x)
   local slots = self._modules
+  local own = false -- x was made in this loop by a layer keeping no handles
   for _, name in ipairs(slots.names) do
     local m = slots.values[name]
-    if m ~= nil then x = m(x) end
+    if m ~= nil then
+      local y = m(x)
+      local same, trusted = rawequal(x, y), keeps_no_handles(m)
+      if own and trusted and not same then x:free() end
+      own = trusted and is_tensor(y) and (own or not same)
+      x = y
+    end
   end
   return x
 end

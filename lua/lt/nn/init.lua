@@ -17,6 +17,14 @@ for _, family in ipairs { "linear", "conv", "norm", "activation", "pooling", "dr
   for name, cls in pairs(require("lt.nn." .. family)) do nn[name] = cls end
 end
 
+-- The layers that keep no reference to a tensor handle they take or return
+-- (nn.Sequential releases what one of them made once the next has used it).
+-- Set on these classes only: a subclass, which may keep its input, is not.
+for _, name in ipairs { "Linear", "Identity", "Conv2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "ReLU",
+  "GELU", "Tanh", "Sigmoid", "MaxPool2d", "AvgPool2d", "Dropout", "Flatten", "Embedding" } do
+  if nn[name] then Module.keeps_no_handles(nn[name]) end
+end
+
 return setmetatable(nn, {
   __index = function(t, key)
     if key == "functional" then

@@ -185,6 +185,16 @@ Module._instance_mt = instance_metatable(Module, "Module")
 setmetatable(Module, { __call = construct, __tostring = class_tostring })
 
 function Module.is_module(v) return is_module(v) end
+
+-- Marks a class whose forward keeps no reference to the handles it takes or
+-- returns; keeps_no_handles(m) asks it of a module's own class (not of the
+-- classes it derives from).
+function Module.keeps_no_handles(cls_or_module)
+  if is_module(cls_or_module) then
+    return rawget(getmetatable(cls_or_module).__class, "_keeps_no_handles") == true
+  end
+  rawset(cls_or_module, "_keeps_no_handles", true)
+end
 Module.Parameter = Parameter
 Module.is_parameter = is_parameter
 
@@ -607,6 +617,6 @@ end
 -- m.forward(x) with a dot: a clear error, not one from inside these files.
 -- Subclasses' methods are guarded as they are defined (extend's __newindex).
 methods.guard(Module, "Module", "a module", "m", is_module,
-  { extend = true, is_module = true, Parameter = true, is_parameter = true })
+  { extend = true, is_module = true, Parameter = true, is_parameter = true, keeps_no_handles = true })
 
 return Module
