@@ -25,6 +25,6 @@ for model in mlp cnn block; do
     read -r _ _ lt_mib lt_blocks < <("$lt" scripts/bench/memory_step.lua "$model" "$batch")
     read -r _ _ pt_mib < <("$venv/bin/python" scripts/bench/memory_torch.py "$model" "$batch" 2>/dev/null)
     awk -v m="$model" -v b="$batch" -v a="$lt_mib" -v p="$pt_mib" -v k="$lt_blocks" \
-      'BEGIN { printf "%-6s %5d %14.2f %12.2f %8.3f %14.2f\n", m, b, a, p, a / p, k }'
+      'BEGIN { printf "%-6s %5d %14.3f %12.3f %8.4f %14.3f\n", m, b, a, p, a / p, k }'
   done
 done

@@ -20,7 +20,7 @@ for _, s in ipairs(dofile("scripts/bench/steps.lua")) do
     step()
     step()
     local after = lt.memory.stats("cpu")
-    print(("%s %d %.2f %.2f"):format(id, batch,
+    print(("%s %d %.4f %.4f"):format(id, batch,
       (after.requested_bytes.all.peak - before.requested_bytes.all.current) / 2 ^ 20,
       (after.allocated_bytes.all.peak - before.allocated_bytes.all.current) / 2 ^ 20))
     return

@@ -86,7 +86,7 @@ def main():
         with open(path) as f:
             _, sizes = json.load(f)
     peak = max(sum(at) for at in sizes)  # sizes[i]: bytes by category at times[i]
-    print(f"{name} {batch} {peak / 2**20:.2f}")
+    print(f"{name} {batch} {peak / 2**20:.4f}")
 
 
 if __name__ == "__main__":
