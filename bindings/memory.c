@@ -35,6 +35,8 @@ typedef struct pressure {
   size_t live_max;  /* the most bytes found live by a collection since the
                        peak was last reset (peak collections below) */
   size_t charged;   /* bytes charged since the last full collection */
+  unsigned useless; /* peak collections in a row that freed next to nothing */
+  unsigned backoff; /* the slack's doublings (peak_mark) */
 } pressure;
 
 static pressure pressures[NSLOTS];
@@ -176,24 +178,35 @@ static void oom_hook(void *ud, lt_device dev, size_t nbytes) {
  * training loop the mark is crossed about once a step. A collection costs
  * time in proportion to the Lua heap, so past PEAK_HEAP_FREE it runs only
  * when the tensors charged since the last one are not small next to the
- * heap; until then the mark moves up by what is missing. */
+ * heap; until then the mark moves up by what is missing. While live bytes
+ * only grow (a script filling a list with tensors) collections find nothing:
+ * past PEAK_USELESS_FREE of them in a row (a forward pass saving its
+ * activations makes a few), each one that frees less than an eighth of its
+ * slack doubles the next slack, so such a phase costs a logarithmic number
+ * of them, and one that frees something brings the slack back. */
 #define PEAK_SLACK_DIV 400 /* 0.25% */
 #define PEAK_SLACK_MIN (16 * KIB)
 /* A heap up to this size is collected at every mark: a training script's is
  * a few hundred KiB, whose full collection takes well under 0.1 ms. */
 #define PEAK_HEAP_FREE (4 * MIB)
 
-static size_t peak_mark(size_t live) {
+#define PEAK_USELESS_FREE 64
+#define PEAK_BACKOFF_MAX 20 /* the slack grows to at most 2^20 times */
+
+static size_t peak_slack(size_t live, unsigned backoff) {
   size_t slack = live / PEAK_SLACK_DIV;
-  return live + (slack < PEAK_SLACK_MIN ? PEAK_SLACK_MIN : slack);
+  if (slack < PEAK_SLACK_MIN) slack = PEAK_SLACK_MIN;
+  return slack << backoff;
 }
+
+static size_t peak_mark(size_t live, unsigned backoff) { return live + peak_slack(live, backoff); }
 
 static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
   pressure *p = &pressures[slot_of(dev)];
   lua_State *L = ud;
   const size_t need = nbytes + lt_memory_allocated(dev);
   if (in_hook || L == NULL) {
-    lt_alloc_set_collect_mark(dev, peak_mark(need));
+    lt_alloc_set_collect_mark(dev, peak_mark(need, p->backoff));
     return;
   }
   const size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT) * KIB;
@@ -203,18 +216,27 @@ static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
     lt_alloc_set_collect_mark(dev, need + (heap / 4 - p->charged));
     return;
   }
+  const size_t before = lt_memory_allocated(dev);
   in_hook = true;
   lua_gc(L, LUA_GCCOLLECT);
   in_hook = false;
   clear_debts();
-  const size_t live = lt_memory_allocated(dev) + nbytes;
+  const size_t after = lt_memory_allocated(dev);
+  const size_t live = after + nbytes;
+  if (before - after < peak_slack(p->live_max, p->backoff) / 8) {
+    if (p->useless < PEAK_USELESS_FREE + PEAK_BACKOFF_MAX) p->useless++;
+  } else {
+    p->useless = 0;
+  }
+  p->backoff = p->useless > PEAK_USELESS_FREE ? p->useless - PEAK_USELESS_FREE : 0;
   if (live > p->live_max) p->live_max = live;
-  lt_alloc_set_collect_mark(dev, peak_mark(p->live_max));
+  lt_alloc_set_collect_mark(dev, peak_mark(p->live_max, p->backoff));
 }
 
 /* After reset_peak: the next allocation collects and measures what is live. */
 static void restart_peak_marks(lt_device dev) {
   pressures[slot_of(dev)].live_max = 0;
+  pressures[slot_of(dev)].backoff = pressures[slot_of(dev)].useless = 0;
   lt_alloc_set_collect_mark(dev, 1);
 }
 

@@ -1,0 +1,91 @@
+-- Peak collections (bindings/memory.c): before an allocation would lift
+-- allocated bytes past a mark just above the most a collection has found
+-- live, the collector runs, so tensors a script dropped never make a peak;
+-- the collector's own pacing follows what is allocated now; and a phase that
+-- only grows costs few collections. Exact byte counts on the CPU device.
+local lt = require "lt"
+
+local MIB = 1024 * 1024
+
+local function settled()
+  lt.gc()
+  lt.memory.reset_peak()
+  return lt.memory.allocated()
+end
+
+local function peak_collections() return lt.memory.stats().num_peak_collections end
+
+describe("peak collections", function()
+  it("a loop that drops its tensors peaks at one live tensor plus the next", function()
+    local model = lt.empty(2 * MIB) -- 8 MiB held: the collector's own pacing alone
+    local base = settled()        -- would let a megabyte of garbage pile up
+    for _ = 1, 100 do
+      local t = lt.empty(16 * 1024) -- 64 KiB, dropped at the end of each iteration
+      t:fill_(1)
+    end
+    -- Reference counting frees the previous t when it is replaced: 128 KiB
+    -- at most, plus the mark's slack (a quarter of a percent of what is live).
+    local slack = (base + 64 * 1024) // 400
+    assert.is_true(lt.memory.max_allocated() - base <= 2 * 64 * 1024 + slack,
+      ("peak %d bytes above the start"):format(lt.memory.max_allocated() - base))
+    model:free()
+  end)
+
+  it("the pacing follows what is allocated now, not what a big phase held", function()
+    local big = {}
+    for i = 1, 64 do big[i] = lt.empty(256 * 1024) end -- 64 MiB
+    big = nil
+    lt.gc()
+    local base = lt.memory.allocated()
+    local highest = 0
+    for _ = 1, 50 do
+      local t = lt.empty(256 * 1024)
+      highest = math.max(highest, lt.memory.allocated() - base)
+      t:fill_(0)
+    end
+    -- No reset_peak here: the old rule let 8 MiB (an eighth of 64) pile up.
+    assert.is_true(highest <= 2 * MIB, ("highest %d bytes above the start"):format(highest))
+  end)
+
+  it("garbage from a graph the script dropped is not counted in the next step's peak", function()
+    local w = lt.randn(1024, 1024, { requires_grad = true }) -- 4 MiB
+    local x = lt.randn(64, 1024)
+    local function step()
+      local loss = x:matmul(w):tanh():sum() -- 256 KiB results, dropped after the step
+      loss:backward()
+      w.grad = nil
+    end
+    step()
+    local base = settled()
+    step()
+    local one = lt.memory.max_allocated() - base
+    lt.memory.reset_peak()
+    for _ = 1, 10 do step() end -- ten steps peak as one does
+    local ten = lt.memory.max_allocated() - base
+    assert.is_true(ten <= one + (base + one) // 400 + 16 * 1024, ("one step %d, ten steps %d bytes"):format(one, ten))
+  end)
+
+  it("a phase that only grows runs few of them", function()
+    settled()
+    local before = peak_collections()
+    local list = {}
+    for i = 1, 20000 do list[i] = lt.empty(1024) end -- 4 KiB each, all kept
+    local n = peak_collections() - before
+    assert.is_true(n < 200, ("%d peak collections while filling a list"):format(n))
+    list = nil
+    lt.gc()
+  end)
+
+  it("can be turned off for benchmarks, and back on", function()
+    lt.memory._peak_collect(false)
+    local base = settled()
+    local before = peak_collections()
+    for _ = 1, 20 do local t = lt.empty(64 * 1024) end
+    assert.equal(before, peak_collections())
+    lt.memory._peak_collect(true)
+    settled()
+    for _ = 1, 20 do local t = lt.empty(64 * 1024) end
+    assert.is_true(peak_collections() > before)
+    assert.is_true(lt.memory.allocated() >= base)
+  end)
+end)
