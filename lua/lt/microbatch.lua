@@ -141,7 +141,7 @@ end
 
 local function say(k, n, from)
   local rows = -(-n // k)
-  io.stderr:write(("lt.microbatch: out of memory at %d chunk%s; %d chunks of %s%d rows worked (kept for this function)\n")
+  io.stderr:write(("lt.microbatch: out of memory at %d chunk%s; %d chunks of %s%d rows worked (kept for the next calls)\n")
     :format(from, from == 1 and "" or "s", k, n % k == 0 and "" or "up to ", rows))
 end
 

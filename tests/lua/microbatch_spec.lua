@@ -122,7 +122,7 @@ describe("lt.microbatch", function()
     local said, _, used = stderr_of(function() return lt.microbatch(fn, { x, y }, { chunks = "auto", params = model }) end)
     assert(used > 1, "auto kept the batch whole")
     assert(lt.memory.stats().num_ooms > ooms, "the whole batch did not run out of memory first")
-    assert.equal(("lt.microbatch: out of memory at 1 chunk; %d chunks of %d rows worked (kept for this function)\n")
+    assert.equal(("lt.microbatch: out of memory at 1 chunk; %d chunks of %d rows worked (kept for the next calls)\n")
       :format(used, 4096 // used), said)
     close(want, grads(model), 1e-5, "auto")
     -- The second call starts from the count that worked: no out of memory, no message.
@@ -227,7 +227,7 @@ describe("lt.microbatch", function()
     end)
     assert.same({ 16, 8, 8, 4, 4, 4, 4 }, seen)
     assert.equal(4, used)
-    assert.equal("lt.microbatch: out of memory at 1 chunk; 4 chunks of 4 rows worked (kept for this function)\n", said)
+    assert.equal("lt.microbatch: out of memory at 1 chunk; 4 chunks of 4 rows worked (kept for the next calls)\n", said)
     local expected = {}
     for i, g in ipairs(want) do expected[i] = before[i] + g end
     close(expected, grads(model), 1e-12, "old + retried")
