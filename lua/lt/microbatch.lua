@@ -52,10 +52,14 @@ local function param_list(params)
   if params == nil then return nil end
   if type(params) == "table" and type(params.parameters) == "function" then params = params:parameters() end
   if type(params) ~= "table" then fail("params must be a list of tensors or a module, got %s", type(params)) end
-  local list = {}
+  -- Each tensor once: a second entry would put nil back over the first's.
+  local list, seen = {}, {}
   for i, p in ipairs(params) do
     if not core.is_tensor(p) then fail("params[%d] is not a tensor (%s)", i, type(p)) end
-    list[#list + 1] = p
+    if not seen[p] then
+      seen[p] = true
+      list[#list + 1] = p
+    end
   end
   return list
 end
@@ -194,7 +198,7 @@ return function(fn, inputs, opts)
     if saved then restore(params, saved) end
     -- The failed attempt's graph and slices are garbage now: give their
     -- memory back before the next one.
-    collectgarbage("collect")
+    core.gc()
     if not (auto and is_oom(result)) or k >= n then error(result, 0) end
     k = math.min(2 * k, n)
   end

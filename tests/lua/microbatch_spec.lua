@@ -199,6 +199,16 @@ describe("lt.microbatch", function()
       lt.gc()
       assert.equal(baseline, lt.memory.allocated())
     end
+    -- A tensor listed twice in params is put back once, not cleared (the
+    -- first layer's gradients are reached after Boom's backward: the
+    -- error comes before any is accumulated, unguarded ones may not).
+    calls = 2
+    local w = model[1].weight
+    local w_before = w.grad:clone()
+    h.fails(function() lt.microbatch(fn, { x, y }, { chunks = 2, params = { w, w } }) end, "boom in backward")
+    assert(w.grad and w.grad:ne(w_before):sum():item() == 0, "the twice-listed gradient changed")
+    model:zero_grad()
+    F.cross_entropy(model(x), y):backward()
     -- An error object other than a string comes back as it was.
     local object = setmetatable({}, { __tostring = function() return "an error object" end })
     local ok, err = pcall(lt.microbatch, function() error(object) end, { x, y }, { chunks = "auto", params = model })

@@ -121,6 +121,7 @@ describe_data("training.fit", function()
     assert.matches("holds a StepLR schedule, this run has a CosineAnnealingLR", err)
     assert.equal(0.0, (other.weight - before):abs():max():item())
   end)
+
   it("--accum auto trains where the whole batch runs out of memory, with the whole batch's result", function()
     local function run(accum, extra)
       local opts = opts_for({batch_size = 2000, limit = 2000, accum = accum})
