@@ -170,10 +170,31 @@ static int grad_uncached(lua_State *L) {
   return 1;
 }
 
+/* core._set_grad(t, g | nil): t.grad = g without caching a handle for it:
+ * for library code that puts back a gradient it took with core._grad and
+ * frees its own handle (lt.microbatch undoing a failed attempt). */
+static int set_grad_uncached(lua_State *L) {
+  lt_tensor *t = ltb_check_tensor(L, 1, "_set_grad");
+  lt_tensor *g = lua_isnil(L, 2) ? NULL : ltb_check_tensor(L, 2, "_set_grad");
+  if (g) ltb_check_grad_matches(L, t, g);
+  ltb_grad_sweep sw;
+  ltb_sweep_begin(&sw);
+  ltb_take_grad_handle(L, 1);
+  if (g) lt_tensor_retain(g);
+  lt_tensor *old = t->grad;
+  t->grad = g;
+  if (old) lt_tensor_release(old);
+  ltb_sweep_add(L, &sw);
+  ltb_sweep_finish(L, &sw);
+  return 0;
+}
+
 void ltb_open_grad_handle(lua_State *L, int core_idx) {
   core_idx = lua_absindex(L, core_idx);
   lua_pushcfunction(L, zero_grads);
   lua_setfield(L, core_idx, "_zero_grads");
   lua_pushcfunction(L, grad_uncached);
   lua_setfield(L, core_idx, "_grad");
+  lua_pushcfunction(L, set_grad_uncached);
+  lua_setfield(L, core_idx, "_set_grad");
 }

@@ -288,7 +288,7 @@ static void format_shape(char *buf, int n, const lt_tensor *t) {
   lt_format_shape(buf, n, shape, t->ndim);
 }
 
-static void check_grad_matches(lua_State *L, const lt_tensor *t, const lt_tensor *g) {
+void ltb_check_grad_matches(lua_State *L, const lt_tensor *t, const lt_tensor *g) {
   char a[160], b[160];
   if (g == t) ltb_error(L, "grad: a tensor cannot be its own gradient");
   bool same_shape = g->ndim == t->ndim;
@@ -311,7 +311,7 @@ static void set_grad(lua_State *L, lt_tensor *t) {
   if (!lua_isnil(L, 3)) {
     g = ltb_test_tensor(L, 3);
     if (g == NULL) ltb_error(L, "grad: expected a tensor or nil, got %s", luaL_typename(L, 3));
-    check_grad_matches(L, t, g);
+    ltb_check_grad_matches(L, t, g);
   }
   ltb_set_grad(L, 1, t, g, 3);
 }

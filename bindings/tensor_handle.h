@@ -58,6 +58,8 @@ int ltb_push_grad(lua_State *L, int idx, lt_tensor *t);
 /* t.grad = g (NULL: nil; checked by the caller) for the handle at idx; the
  * value at value_idx becomes the cached handle. */
 void ltb_set_grad(lua_State *L, int idx, lt_tensor *t, lt_tensor *g, int value_idx);
+/* Raises "grad: ..." unless g can be t's gradient (shape, dtype, device). */
+void ltb_check_grad_matches(lua_State *L, const lt_tensor *t, const lt_tensor *g);
 
 /* A drop of gradients: the bytes that the cached handles it forgot hold
  * alone, and its id (the handles it watches carry it). */

@@ -7,7 +7,8 @@
 --   lt scripts/train_fashion_cnn.lua --help
 -- Memory options: --amp bf16|fp16 (autocast; fp16 adds a GradScaler),
 -- --checkpoint_segments N (recompute activations in N segments), --accum K
--- (K micro-batches per step).
+-- (K micro-batches per step; auto: the batch whole, split in twice as many
+-- on out of memory, the same gradients).
 local lt = lt or require "lt"
 local nn, optim = lt.nn, lt.optim
 local cli, training = require "lt.cli", require "lt.training"

@@ -16,6 +16,15 @@ local function usage(spec, program)
   return table.concat(lines, "\n")
 end
 
+-- Whether v is one of the words a number option also takes (spec entry's
+-- `words`, e.g. {"auto"}).
+local function listed(words, v)
+  for _, w in ipairs(words or {}) do
+    if w == v then return true end
+  end
+  return false
+end
+
 -- Returns the options table, or raises an error naming the bad option.
 function cli.parse(argv, spec, program)
   local opts, by_name = {}, {}
@@ -40,9 +49,12 @@ function cli.parse(argv, spec, program)
     else
       local v = argv[i + 1]
       if v == nil then error(("%s: option --%s needs a value"):format(program, name), 0) end
-      if type(default) == "number" then
+      if type(default) == "number" and not listed(s.words, v) then
         local n = math.tointeger(tonumber(v)) or tonumber(v)
-        if not n then error(("%s: option --%s expects a number, got '%s'"):format(program, name, v), 0) end
+        if not n then
+          local also = s.words and (" or " .. table.concat(s.words, ", ")) or ""
+          error(("%s: option --%s expects a number%s, got '%s'"):format(program, name, also, v), 0)
+        end
         v = n
       end
       opts[name] = v

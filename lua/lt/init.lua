@@ -35,5 +35,6 @@ lt.nn = require "lt.nn"
 lt.autograd = require "lt.autograd"
 lt.checkpoint = require "lt.checkpoint"
 lt.amp = require "lt.amp"
+lt.microbatch = require "lt.microbatch"
 
 return lt

@@ -217,7 +217,8 @@ function training.memory_options(own)
   local spec = table.move(own, 1, #own, 1, {})
   spec[#spec + 1] = {"amp", "", "mixed precision: bf16 (autocast) or fp16 (autocast and a GradScaler)"}
   spec[#spec + 1] = {"checkpoint_segments", 0, "recompute activations in N checkpointed segments (0: off)"}
-  spec[#spec + 1] = {"accum", 1, "split each batch into K micro-batches whose gradients accumulate"}
+  spec[#spec + 1] = {"accum", 1, "split each batch into K micro-batches whose gradients accumulate"
+    .. " (auto: whole, twice as many on out of memory)", words = {"auto"}}
   return spec
 end
 
@@ -226,39 +227,35 @@ local AMP_DTYPES = {bf16 = "bfloat16", fp16 = "float16"}
 local LOSS_READ_EVERY = 20
 
 -- One optimizer step over a batch: the forward (checkpointed in segments when
--- asked) under autocast when asked, over `accum` micro-batches whose losses
--- are weighted by their share of the batch (1/K for equal parts), so the
--- accumulated gradient is the full batch's; with fp16 the loss is scaled and
--- the step skipped on inf/NaN. Returns the batch's mean loss as a 0-dim
--- tensor on the batch's device, detached (it keeps no graph alive): reading
--- it is the caller's choice, since on a GPU every read waits for the step.
+-- asked) under autocast when asked, over `accum` micro-batches (a count, or
+-- "auto": as many as it takes to fit, see lt.microbatch) whose losses are
+-- weighted by their share of the batch, so the accumulated gradient is the
+-- full batch's; with fp16 the loss is scaled and the step skipped on
+-- inf/NaN. Returns the batch's mean loss as a float32 0-dim tensor on the
+-- batch's device, detached (it keeps no graph alive): reading it is the
+-- caller's choice, since on a GPU every read waits for the step.
 local function train_step(model, optimizer, x, labels, opts, scaler)
   local lt = require "lt"
   local F = lt.nn.functional
-  local segments, accum = opts.checkpoint_segments or 0, opts.accum or 1
+  local segments = opts.checkpoint_segments or 0
   local dtype = AMP_DTYPES[opts.amp or ""]
+  local device_type = x.device == "cpu" and "cpu" or "cuda"
   local function loss_of(xb, yb)
     local logits = segments > 0 and lt.nn.checkpoint_sequential(model, segments, xb) or model(xb)
     return F.cross_entropy(logits, yb)
   end
+  local function step_loss(xb, yb)
+    if dtype then return lt.autocast({dtype = dtype, device_type = device_type}, loss_of, xb, yb) end
+    return loss_of(xb, yb)
+  end
   optimizer:zero_grad()
-  local n_total = labels:size(1)
-  local parts = math.min(accum, n_total)
-  local first, mean_loss = 1, nil
-  for k = 1, parts do
-    local n = n_total * k // parts - n_total * (k - 1) // parts
-    local xb, yb = x, labels
-    if parts > 1 then xb, yb = x:narrow(1, first, n), labels:narrow(1, first, n) end
-    first = first + n
-    local device_type = x.device == "cpu" and "cpu" or "cuda"
-    local loss = dtype and lt.autocast({dtype = dtype, device_type = device_type}, loss_of, xb, yb)
-      or loss_of(xb, yb)
-    local weighted = n == n_total and loss or loss * (n / n_total)
-    if scaler then weighted = scaler:scale(weighted) end
-    weighted:backward()
-    local share = loss:detach():float()
-    if n ~= n_total then share = share * (n / n_total) end
-    mean_loss = mean_loss and mean_loss + share or share
+  -- The count that fits is remembered per model.
+  local mean_loss = lt.microbatch(step_loss, {x, labels},
+    {chunks = opts.accum or 1, params = model, key = model, scaler = scaler})
+  if mean_loss.dtype ~= "float32" then
+    local wide = mean_loss:float()
+    mean_loss:free()
+    mean_loss = wide
   end
   if scaler then
     scaler:step(optimizer)
@@ -273,7 +270,8 @@ end
 -- bar, test accuracy after each epoch, a checkpoint after each epoch when
 -- asked, resuming from one. opts.scheduler (optional) steps once per epoch.
 -- The memory options (training.memory_options; all off by default): opts.amp
--- ("bf16" | "fp16"), opts.checkpoint_segments (N > 0), opts.accum (K > 1).
+-- ("bf16" | "fp16"), opts.checkpoint_segments (N > 0), opts.accum (K > 1 or
+-- "auto").
 -- Batches move to training.device(opts), where the model must already be
 -- (model:to(training.device(opts)) before the optimizer is made).
 -- Prints "test accuracy 0.XXXX" last; returns it.
@@ -284,8 +282,8 @@ function training.fit(model, optimizer, train, test, opts)
   if opts.amp and opts.amp ~= "" and not AMP_DTYPES[opts.amp] then
     error(("--amp must be bf16 or fp16, got '%s'"):format(opts.amp), 0)
   end
-  if opts.accum and (math.type(opts.accum) ~= "integer" or opts.accum < 1) then
-    error(("--accum must be a positive integer, got %s"):format(tostring(opts.accum)), 0)
+  if opts.accum and opts.accum ~= "auto" and (math.type(opts.accum) ~= "integer" or opts.accum < 1) then
+    error(("--accum must be a positive integer or auto, got %s"):format(tostring(opts.accum)), 0)
   end
   -- float16's range needs loss scaling; bfloat16 has float32's.
   local scaler = opts.amp == "fp16" and require("lt.amp").GradScaler() or nil

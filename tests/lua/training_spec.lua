@@ -121,6 +121,53 @@ describe_data("training.fit", function()
     assert.matches("holds a StepLR schedule, this run has a CosineAnnealingLR", err)
     assert.equal(0.0, (other.weight - before):abs():max():item())
   end)
+
+  it("--accum auto trains where the whole batch runs out of memory, with the whole batch's result", function()
+    local function run(accum, extra)
+      local opts = opts_for({batch_size = 2000, limit = 2000, accum = accum})
+      local train = training.fashion_loaders(opts) -- seeds lt: same initial weights each run
+      local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+        nn.Linear(256, 10))
+      local opt = optim.SGD(model:parameters(), {lr = 0.05})
+      local test = small_test_loader()
+      lt.gc()
+      lt.memory.empty_cache()
+      lt.memory.reset_peak()
+      local base = lt.memory.allocated()
+      if extra then lt.memory.set_limit(base + extra) end
+      local said, real = {}, io.stderr
+      io.stderr = {write = function(self, ...) for _, v in ipairs {...} do said[#said + 1] = v end return self end}
+      local ok, err = pcall(quiet_fit, model, opt, train, test, opts)
+      io.stderr = real
+      lt.memory.set_limit(nil)
+      return ok, ok and model or err, table.concat(said), lt.memory.max_allocated() - base
+    end
+    local _, whole, _, peak = run(1)
+    -- Limits in MiB steps below the whole batch's peak (limits count
+    -- reserved bytes, so the first ones still fit): the first where the
+    -- whole batch fails and auto, in fewer chunks than rows, succeeds. Found
+    -- rather than fixed, so that allocator changes move it without breaking
+    -- the test; just below the whole batch's need fragmentation can defeat
+    -- any split, so a few steps are tried.
+    local extra, fails_whole, ok, auto, said = (math.ceil(peak / 2 ^ 20) + 4) * 2 ^ 20, 0, false, nil, nil
+    while not ok and extra > 2 ^ 20 and fails_whole < 6 do
+      extra = extra - 2 ^ 20
+      local whole_ok, err = run(1, extra)
+      if not whole_ok then
+        assert(tostring(err):find("out of memory", 1, true), err)
+        fails_whole = fails_whole + 1
+        ok, auto, said = run("auto", extra)
+      end
+    end
+    assert(fails_whole > 0, "the whole batch never ran out of memory")
+    assert(ok, auto)
+    assert.truthy(said:match("^lt%.microbatch: out of memory at 1 chunk; %d+ chunks of %d+ rows worked"), said)
+    local want, got = whole:parameters(), auto:parameters()
+    for i = 1, #want do
+      local diff = (want[i] - got[i]):abs():max():item()
+      assert(diff <= 1e-5 * want[i]:abs():max():item(), ("parameter %d differs by %g"):format(i, diff))
+    end
+  end)
 end)
 
 describe("learning-rate schedulers' load_state_dict", function()
@@ -176,5 +223,18 @@ describe("training checkpoints", function()
     training.load_checkpoint(path, {model = nn.Linear(3, 2), scaler = untouched})
     os.remove(path)
     assert.equal(65536.0, untouched:get_scale())
+  end)
+
+end)
+
+describe("training.memory_options", function()
+  local cli = require "lt.cli"
+  it("--accum takes a count or auto", function()
+    local spec = training.memory_options({})
+    assert.equal("auto", cli.parse({"--accum", "auto"}, spec, "r.lua").accum)
+    assert.equal(4, cli.parse({"--accum", "4"}, spec, "r.lua").accum)
+    local ok, err = pcall(cli.parse, {"--accum", "x"}, spec, "r.lua")
+    assert.is_false(ok)
+    assert.equal("r.lua: option --accum expects a number or auto, got 'x'", err)
   end)
 end)
