@@ -90,31 +90,85 @@ static bool in_lt_library(const lua_Debug *ar) {
   return strstr(ar->source, "lua/lt/") != NULL;
 }
 
-/* The line to blame: the first Lua function up the stack outside lt's
- * library; the first Lua function at all when every one is inside it. */
-static bool find_origin_frame(lua_State *L, lua_Debug *ar) {
-  enum { MAX_LEVELS = 16 };
-  bool found = false;
-  lua_Debug candidate;
+/* "nn.Conv2d:forward" when the frame at ar is a method of an nn module (its
+ * first local, self, a table whose metatable has __lt_module), else
+ * "training.fit": the file's name without .lua, then the function's. The
+ * frame's function (lua_getinfo "f") is on top of the stack, popped here. */
+static void describe_library_frame(lua_State *L, lua_Debug *ar, char *out, size_t n) {
+  const int fn = lua_gettop(L);
+  const char *name = ar->name;
+  const char *local = lua_getlocal(L, ar, 1);
+  bool module = local && strcmp(local, "self") == 0 && lua_istable(L, -1) &&
+                lua_getmetatable(L, -1) && lua_getfield(L, -1, "__lt_module") == LUA_TBOOLEAN &&
+                lua_toboolean(L, -1) && lua_getfield(L, fn + 2, "__name") == LUA_TSTRING;
+  if (module) {
+    /* a method entered by a tail call (__call's `return self:forward(...)`)
+     * has no name in the debug information: the class alone then */
+    if (name) snprintf(out, n, "nn.%s:%s", lua_tostring(L, fn + 4), name);
+    else snprintf(out, n, "nn.%s", lua_tostring(L, fn + 4));
+  } else {
+    const char *file = strrchr(ar->source, '/');
+    file = file ? file + 1 : ar->source;
+    size_t len = strcspn(file, ".");
+    snprintf(out, n, "%.*s.%s", (int)len, file, name ? name : "?");
+  }
+  lua_settop(L, fn - 1);
+}
+
+/* The line to blame: the innermost Lua function outside lt's library (the
+ * script's own forward, not the training.fit call around it); the innermost
+ * Lua function at all when every one is inside it. op gets the library code
+ * it was made in ("" when none): the library function the script's line
+ * called, then the innermost nn module method (or library function) below
+ * it when that is another: "training.fit > nn.Conv2d:forward". */
+static bool find_origin_frame(lua_State *L, lua_Debug *ar, char *op, size_t op_size) {
+  enum { MAX_LEVELS = 64 };
+  char inner[96] = "", entry[96] = "";
+  bool inner_is_module = false, have_library = false, found = false;
+  lua_Debug innermost_library;
   for (int level = 1; level <= MAX_LEVELS && lua_getstack(L, level, ar); level++) {
-    if (!lua_getinfo(L, "Sl", ar) || ar->currentline <= 0) continue; /* a C function */
-    if (!in_lt_library(ar)) return true;
-    if (!found) {
-      candidate = *ar;
+    if (!lua_getinfo(L, "Sln", ar) || ar->currentline <= 0) continue; /* a C function */
+    if (!in_lt_library(ar)) {
       found = true;
+      break;
+    }
+    if (!have_library) {
+      innermost_library = *ar;
+      have_library = true;
+    }
+    lua_getinfo(L, "f", ar);
+    describe_library_frame(L, ar, entry, sizeof entry);
+    bool module = strncmp(entry, "nn.", 3) == 0;
+    if (inner[0] == '\0' || (module && !inner_is_module)) {
+      memcpy(inner, entry, sizeof inner);
+      inner_is_module = module;
     }
   }
-  if (found) *ar = candidate;
+  op[0] = '\0';
+  if (inner[0] != '\0') {
+    if (strcmp(inner, entry) == 0) snprintf(op, op_size, "%s", entry);
+    else snprintf(op, op_size, "%s > %s", entry, inner);
+  }
+  if (!found && have_library) {
+    *ar = innermost_library;
+    found = true;
+  }
   return found;
 }
 
 static void record_origin(lua_State *L, lt_block *block) {
   lua_Debug ar;
-  if (!block || !find_origin_frame(L, &ar)) return;
+  char op[200];
+  if (!block || !find_origin_frame(L, &ar, op, sizeof op)) return;
   lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
   const char *origin = ltb_intern_top(L);
-  if (origin) lt_block_set_origin(block, origin);
-  lua_pop(L, 1);
+  const char *op_interned = NULL;
+  if (op[0] != '\0') {
+    lua_pushstring(L, op);
+    op_interned = ltb_intern_top(L);
+  }
+  if (origin) lt_block_set_origin(block, origin, op_interned);
+  lua_pop(L, op[0] != '\0' ? 2 : 1);
 }
 
 void ltb_charge(lua_State *L, const lt_tensor *t) {
