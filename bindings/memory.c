@@ -90,11 +90,57 @@ static bool in_lt_library(const lua_Debug *ar) {
   return strstr(ar->source, "lua/lt/") != NULL;
 }
 
+/* Whether the value on top of the stack is the function at fn, or a
+ * wrapper of it: methods.wrap's closure (lua/lt/methods.lua), which checks
+ * self and tail-calls the method it holds as its upvalue fn. */
+static bool is_or_wraps(lua_State *L, int fn) {
+  if (lua_rawequal(L, -1, fn)) return true;
+  if (!lua_isfunction(L, -1) || lua_iscfunction(L, -1)) return false;
+  bool found = false;
+  const char *up;
+  for (int i = 1; !found && (up = lua_getupvalue(L, -1, i)) != NULL; i++) {
+    found = strcmp(up, "fn") == 0 && lua_rawequal(L, -1, fn);
+    lua_pop(L, 1);
+  }
+  return found;
+}
+
+/* The name under which the class at idx (or a class it inherits from:
+ * its metatable's __index) holds the function at fn, or NULL. A method has
+ * no name of its own in the debug information when it was entered by a tail
+ * call, as every guarded method is. */
+static const char *method_name(lua_State *L, int idx, int fn, char *buf, size_t n) {
+  const int top = lua_gettop(L);
+  const char *found = NULL;
+  lua_pushvalue(L, idx);
+  for (int depth = 0; depth < 8 && !found && lua_istable(L, -1); depth++) {
+    lua_pushnil(L);
+    while (!found && lua_next(L, -2)) {
+      if (lua_type(L, -2) == LUA_TSTRING && is_or_wraps(L, fn)) {
+        snprintf(buf, n, "%s", lua_tostring(L, -2));
+        found = buf;
+      }
+      lua_pop(L, 1);
+    }
+    if (found) break;
+    if (!lua_getmetatable(L, -1)) break;
+    lua_getfield(L, -1, "__index");
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  return found;
+}
+
 /* "nn.Conv2d:forward" when the frame at ar is a method of an nn module (its
- * first local, self, a table whose metatable has __lt_module), else
- * "training.fit": the file's name without .lua, then the function's. The
+ * first local, self, a table whose metatable has __lt_module); "nn.Linear()"
+ * for a module's constructor; else "training.fit": the file's path under
+ * lua/lt/ as a dotted name, then the function's. Only for frames of lt's
+ * library (in_lt_library), whose source holds "lua/lt/". Returns whether
+ * it is a module's method. The
  * frame's function (lua_getinfo "f") is on top of the stack, popped here. */
-static void describe_library_frame(lua_State *L, lua_Debug *ar, char *out, size_t n) {
+static bool describe_library_frame(lua_State *L, lua_Debug *ar, char *out, size_t n) {
+  char buf[64];
   const int fn = lua_gettop(L);
   const char *name = ar->name;
   const char *local = lua_getlocal(L, ar, 1);
@@ -102,17 +148,26 @@ static void describe_library_frame(lua_State *L, lua_Debug *ar, char *out, size_
                 lua_getmetatable(L, -1) && lua_getfield(L, -1, "__lt_module") == LUA_TBOOLEAN &&
                 lua_toboolean(L, -1) && lua_getfield(L, fn + 2, "__name") == LUA_TSTRING;
   if (module) {
-    /* a method entered by a tail call (__call's `return self:forward(...)`)
-     * has no name in the debug information: the class alone then */
+    if (!name && lua_getfield(L, fn + 2, "__class") == LUA_TTABLE)
+      name = method_name(L, -1, fn, buf, sizeof buf);
     if (name) snprintf(out, n, "nn.%s:%s", lua_tostring(L, fn + 4), name);
     else snprintf(out, n, "nn.%s", lua_tostring(L, fn + 4));
+  } else if (local && strcmp(local, "cls") == 0 && lua_istable(L, fn + 1) &&
+             lua_getfield(L, fn + 1, "_name") == LUA_TSTRING) {
+    snprintf(out, n, "nn.%s()", lua_tostring(L, -1)); /* module.lua's construct(cls, ...) */
   } else {
-    const char *file = strrchr(ar->source, '/');
-    file = file ? file + 1 : ar->source;
-    size_t len = strcspn(file, ".");
-    snprintf(out, n, "%.*s.%s", (int)len, file, name ? name : "?");
+    /* the path under lua/lt/ with dots: "training.fit", "nn.functional.linear" */
+    const char *path = strstr(ar->source, "lua/lt/") + strlen("lua/lt/");
+    size_t len = strlen(path);
+    if (len > 4 && strcmp(path + len - 4, ".lua") == 0) len -= 4;
+    char where[64];
+    snprintf(where, sizeof where, "%.*s", (int)len, path);
+    for (char *c = where; *c; c++)
+      if (*c == '/') *c = '.';
+    snprintf(out, n, "%s.%s", where, name ? name : "?");
   }
   lua_settop(L, fn - 1);
+  return module;
 }
 
 /* The line to blame: the innermost Lua function outside lt's library (the
@@ -137,8 +192,7 @@ static bool find_origin_frame(lua_State *L, lua_Debug *ar, char *op, size_t op_s
       have_library = true;
     }
     lua_getinfo(L, "f", ar);
-    describe_library_frame(L, ar, entry, sizeof entry);
-    bool module = strncmp(entry, "nn.", 3) == 0;
+    bool module = describe_library_frame(L, ar, entry, sizeof entry);
     if (inner[0] == '\0' || (module && !inner_is_module)) {
       memcpy(inner, entry, sizeof inner);
       inner_is_module = module;

@@ -2,7 +2,9 @@
 -- the page so that it is one file that needs no network. The script reads
 -- the JSON in <script id="lt-memory-data"> and draws, for each device, a
 -- stacked step-area chart of allocated bytes by category as inline SVG: one
--- <path class="area" data-category=...> per category that ever held bytes,
+-- <path class="area" data-category=...> per category that ever held bytes
+-- (garbage, bytes a collection freed later, on top), reserved bytes as a
+-- dashed <path class="reserved">,
 -- the marks as dashed lines with their labels, the peak, and a hover readout.
 -- When done it sets data-chart="drawn" on <body> (the tests look for it).
 
@@ -18,7 +20,7 @@ assets.colours = {
   workspace = "#8c8c8c",
   garbage = "#e8c547", -- freed later by a collection: unreachable, still allocated
 }
-assets.reserved_colour = "#1f2328"
+assets.reserved_colour = "#0a7f8c" -- no category's colour, nor the text's
 
 assets.css = [[
 :root { color-scheme: light; }

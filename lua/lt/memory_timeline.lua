@@ -189,6 +189,7 @@ local function device_timeline(events, device, duration, top_n)
         top, live_count = largest_live(live, top_n)
         peak_time = e.time
         peak_segments, peak_reserved = segments_at(segments, live), reserved
+        peak_state = copy(state) -- with the garbage band, which find_peak does not draw
       end
     end
   end
