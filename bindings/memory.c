@@ -179,31 +179,41 @@ static bool describe_library_frame(lua_State *L, lua_Debug *ar, char *out, size_
 static bool find_origin_frame(lua_State *L, lua_Debug *ar, char *op, size_t op_size) {
   enum { MAX_LEVELS = 64 };
   char inner[96] = "", entry[96] = "";
-  bool inner_is_module = false, have_library = false, found = false;
-  lua_Debug innermost_library;
+  bool inner_is_module = false, found = false;
+  int library_frames = 0, inner_level = 0, outer_level = 0;
+  lua_Debug innermost_library, outer;
   for (int level = 1; level <= MAX_LEVELS && lua_getstack(L, level, ar); level++) {
-    if (!lua_getinfo(L, "Sln", ar) || ar->currentline <= 0) continue; /* a C function */
+    if (!lua_getinfo(L, "Sl", ar) || ar->currentline <= 0) continue; /* a C function */
     if (!in_lt_library(ar)) {
       found = true;
       break;
     }
-    if (!have_library) {
-      innermost_library = *ar;
-      have_library = true;
-    }
-    lua_getinfo(L, "f", ar);
+    if (library_frames++ == 0) innermost_library = *ar;
+    outer = *ar;
+    outer_level = level;
+    /* Frames above the innermost module method need no description, but
+     * the outermost one (described below, once known). */
+    if (inner_is_module) continue;
+    lua_getinfo(L, "nf", ar);
     bool module = describe_library_frame(L, ar, entry, sizeof entry);
-    if (inner[0] == '\0' || (module && !inner_is_module)) {
+    if (inner[0] == '\0' || module) {
       memcpy(inner, entry, sizeof inner);
       inner_is_module = module;
+      inner_level = level;
     }
   }
   op[0] = '\0';
-  if (inner[0] != '\0') {
-    if (strcmp(inner, entry) == 0) snprintf(op, op_size, "%s", entry);
-    else snprintf(op, op_size, "%s > %s", entry, inner);
+  if (library_frames > 0) {
+    if (outer_level == inner_level) {
+      snprintf(op, op_size, "%s", inner);
+    } else {
+      /* outer's frame is still on the stack: its lua_Debug is still valid */
+      lua_getinfo(L, "nf", &outer);
+      describe_library_frame(L, &outer, entry, sizeof entry);
+      snprintf(op, op_size, "%s > %s", entry, inner);
+    }
   }
-  if (!found && have_library) {
+  if (!found && library_frames > 0) {
     *ar = innermost_library;
     found = true;
   }
