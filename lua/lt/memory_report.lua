@@ -96,10 +96,10 @@ local function legend(dev)
       'reserved (segments) <span class="bytes">peak %s</span></li>', assets.reserved_colour, human(dev.reserved_peak))
   end
   return '<ul class="legend">' .. table.concat(items) .. "</ul>" ..
-    '<p class="muted legend-note">garbage: bytes a Lua collection freed later, drawn from the collection before ' ..
-    "(or their allocation, if later) until the one that freed them: when within that interval they became " ..
-    "unreachable is not known, so the band is the longest they can have been garbage. The dashed line is the " ..
-    "reserved bytes: segments the allocator holds, allocated or cached.</p>"
+    '<p class="muted legend-note">garbage: bytes the Lua collector freed (their tensors\' finalizers), drawn from ' ..
+    "the previous batch of collector frees on this device (or their allocation, if later) until their own: when " ..
+    "in that interval they became unreachable is not known, so the band is the longest they can have been " ..
+    "garbage. The dashed line is the reserved bytes: segments the allocator holds, allocated or cached.</p>"
 end
 
 -- Blocks that C code made with no Lua line of its own (gradients from

@@ -5,10 +5,11 @@
 -- that moment; and the marks.
 --
 -- Garbage: a block freed by the Lua collector (its free event is flagged
--- collected) was unreachable for some while before, but when it became so
--- is unknown. It is drawn as the "garbage" band from the previous
--- collection on that device (or its allocation, if later) until its free:
--- the longest it can have been garbage if that collection was full.
+-- collected: its tensor's finalizer freed it) was unreachable for some while
+-- before, but when it became so is unknown. It is drawn as the "garbage"
+-- band from the previous collection on that device (the last of the previous
+-- run of collected frees; or its allocation, if later) until its free: the
+-- longest it can have been garbage when that collection was a full one.
 
 local timeline = {}
 

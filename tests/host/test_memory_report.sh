@@ -96,7 +96,7 @@ check "the legend lists every category" \
   '[[ $dom == *"data-category=\"parameter\""* && $dom == *"data-category=\"workspace\""* ]]'
 check "the reserved line is drawn above the areas" '[[ $dom == *"<path class=\"reserved\""* ]]'
 check "the segments table is on the page" '[[ $dom == *"Segments at the peak on cpu"* && $dom == *"largest free"* ]]'
-check "the legend explains the garbage band" '[[ $dom == *"data-category=\"garbage\""* && $dom == *"longest they can have been garbage"* ]]'
+check "the legend explains the garbage band" '[[ $dom == *"data-category=\"garbage\""* && $dom == *"the longest they can have been garbage"* ]]'
 origin_rows=$(grep -c "<td class=\"origin\">$TMP/train.lua:[0-9]*</td>" <<<"$dom")
 check "top allocations at the peak name the script's lines" '(( origin_rows >= 10 ))' "rows: $origin_rows"
 
