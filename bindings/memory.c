@@ -92,31 +92,149 @@ static bool in_lt_library(const lua_Debug *ar) {
   return strstr(ar->source, "lua/lt/") != NULL;
 }
 
-/* The line to blame: the first Lua function up the stack outside lt's
- * library; the first Lua function at all when every one is inside it. */
-static bool find_origin_frame(lua_State *L, lua_Debug *ar) {
-  enum { MAX_LEVELS = 16 };
+/* Whether the value on top of the stack is the function at fn, or a
+ * wrapper of it: methods.wrap's closure (lua/lt/methods.lua), which checks
+ * self and tail-calls the method it holds as its upvalue fn. */
+static bool is_or_wraps(lua_State *L, int fn) {
+  if (lua_rawequal(L, -1, fn)) return true;
+  if (!lua_isfunction(L, -1) || lua_iscfunction(L, -1)) return false;
   bool found = false;
-  lua_Debug candidate;
+  const char *up;
+  for (int i = 1; !found && (up = lua_getupvalue(L, -1, i)) != NULL; i++) {
+    found = strcmp(up, "fn") == 0 && lua_rawequal(L, -1, fn);
+    lua_pop(L, 1);
+  }
+  return found;
+}
+
+/* The name under which the class at idx (or a class it inherits from:
+ * its metatable's __index) holds the function at fn, or NULL. A method has
+ * no name of its own in the debug information when it was entered by a tail
+ * call, as every guarded method is. */
+static const char *method_name(lua_State *L, int idx, int fn, char *buf, size_t n) {
+  const int top = lua_gettop(L);
+  const char *found = NULL;
+  lua_pushvalue(L, idx);
+  for (int depth = 0; depth < 8 && !found && lua_istable(L, -1); depth++) {
+    lua_pushnil(L);
+    while (!found && lua_next(L, -2)) {
+      if (lua_type(L, -2) == LUA_TSTRING && is_or_wraps(L, fn)) {
+        snprintf(buf, n, "%s", lua_tostring(L, -2));
+        found = buf;
+      }
+      lua_pop(L, 1);
+    }
+    if (found) break;
+    if (!lua_getmetatable(L, -1)) break;
+    lua_getfield(L, -1, "__index");
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  return found;
+}
+
+/* "nn.Conv2d:forward" when the frame at ar is a method of an nn module (its
+ * first local, self, a table whose metatable has __lt_module); "nn.Linear()"
+ * for a module's constructor; else "training.fit": the file's path under
+ * lua/lt/ as a dotted name, then the function's. Only for frames of lt's
+ * library (in_lt_library), whose source holds "lua/lt/". Returns whether
+ * it is a module's method. The
+ * frame's function (lua_getinfo "f") is on top of the stack, popped here. */
+static bool describe_library_frame(lua_State *L, lua_Debug *ar, char *out, size_t n) {
+  char buf[64];
+  const int fn = lua_gettop(L);
+  const char *name = ar->name;
+  const char *local = lua_getlocal(L, ar, 1);
+  bool module = local && strcmp(local, "self") == 0 && lua_istable(L, -1) &&
+                lua_getmetatable(L, -1) && lua_getfield(L, -1, "__lt_module") == LUA_TBOOLEAN &&
+                lua_toboolean(L, -1) && lua_getfield(L, fn + 2, "__name") == LUA_TSTRING;
+  if (module) {
+    if (!name && lua_getfield(L, fn + 2, "__class") == LUA_TTABLE)
+      name = method_name(L, -1, fn, buf, sizeof buf);
+    if (name) snprintf(out, n, "nn.%s:%s", lua_tostring(L, fn + 4), name);
+    else snprintf(out, n, "nn.%s", lua_tostring(L, fn + 4));
+  } else if (local && strcmp(local, "cls") == 0 && lua_istable(L, fn + 1) &&
+             lua_getfield(L, fn + 1, "_name") == LUA_TSTRING) {
+    snprintf(out, n, "nn.%s()", lua_tostring(L, -1)); /* module.lua's construct(cls, ...) */
+  } else {
+    /* the path under lua/lt/ with dots: "training.fit", "nn.functional.linear" */
+    const char *path = strstr(ar->source, "lua/lt/") + strlen("lua/lt/");
+    size_t len = strlen(path);
+    if (len > 4 && strcmp(path + len - 4, ".lua") == 0) len -= 4;
+    char where[64];
+    snprintf(where, sizeof where, "%.*s", (int)len, path);
+    for (char *c = where; *c; c++)
+      if (*c == '/') *c = '.';
+    snprintf(out, n, "%s.%s", where, name ? name : "?");
+  }
+  lua_settop(L, fn - 1);
+  return module;
+}
+
+/* The line to blame: the innermost Lua function outside lt's library (the
+ * script's own forward, not the training.fit call around it); the innermost
+ * Lua function at all when every one is inside it. op gets the library code
+ * it was made in ("" when none): the library function the script's line
+ * called, then the innermost nn module method (or library function) below
+ * it when that is another: "training.fit > nn.Conv2d:forward". */
+static bool find_origin_frame(lua_State *L, lua_Debug *ar, char *op, size_t op_size) {
+  enum { MAX_LEVELS = 64 };
+  char inner[96] = "", entry[96] = "";
+  bool inner_is_module = false, found = false;
+  int library_frames = 0, inner_level = 0, outer_level = 0;
+  lua_Debug innermost_library, outer;
   for (int level = 1; level <= MAX_LEVELS && lua_getstack(L, level, ar); level++) {
     if (!lua_getinfo(L, "Sl", ar) || ar->currentline <= 0) continue; /* a C function */
-    if (!in_lt_library(ar)) return true;
-    if (!found) {
-      candidate = *ar;
+    if (!in_lt_library(ar)) {
       found = true;
+      break;
+    }
+    if (library_frames++ == 0) innermost_library = *ar;
+    outer = *ar;
+    outer_level = level;
+    /* Frames above the innermost module method need no description, but
+     * the outermost one (described below, once known). */
+    if (inner_is_module) continue;
+    lua_getinfo(L, "nf", ar);
+    bool module = describe_library_frame(L, ar, entry, sizeof entry);
+    if (inner[0] == '\0' || module) {
+      memcpy(inner, entry, sizeof inner);
+      inner_is_module = module;
+      inner_level = level;
     }
   }
-  if (found) *ar = candidate;
+  op[0] = '\0';
+  if (library_frames > 0) {
+    if (outer_level == inner_level) {
+      snprintf(op, op_size, "%s", inner);
+    } else {
+      /* outer's frame is still on the stack: its lua_Debug is still valid */
+      lua_getinfo(L, "nf", &outer);
+      describe_library_frame(L, &outer, entry, sizeof entry);
+      snprintf(op, op_size, "%s > %s", entry, inner);
+    }
+  }
+  if (!found && library_frames > 0) {
+    *ar = innermost_library;
+    found = true;
+  }
   return found;
 }
 
 static void record_origin(lua_State *L, lt_block *block) {
   lua_Debug ar;
-  if (!block || !find_origin_frame(L, &ar)) return;
+  char op[200];
+  if (!block || !find_origin_frame(L, &ar, op, sizeof op)) return;
   lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
   const char *origin = ltb_intern_top(L);
-  if (origin) lt_block_set_origin(block, origin);
-  lua_pop(L, 1);
+  const char *op_interned = NULL;
+  if (op[0] != '\0') {
+    lua_pushstring(L, op);
+    op_interned = ltb_intern_top(L);
+  }
+  if (origin) lt_block_set_origin(block, origin, op_interned);
+  lua_pop(L, op[0] != '\0' ? 2 : 1);
 }
 
 void ltb_charge(lua_State *L, const lt_tensor *t) {

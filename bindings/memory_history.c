@@ -14,6 +14,7 @@
 static const char *const kind_names[] = {
     [LT_EVENT_ALLOC] = "alloc",       [LT_EVENT_FREE] = "free", [LT_EVENT_CATEGORY] = "category",
     [LT_EVENT_MARK] = "mark",         [LT_EVENT_EXISTING] = "existing",
+    [LT_EVENT_SEGMENT_ALLOC] = "segment_alloc", [LT_EVENT_SEGMENT_FREE] = "segment_free",
 };
 
 /* record(on [, {max_events=}]): starts (a fresh log) or stops recording.
@@ -73,7 +74,7 @@ static void set_integer(lua_State *L, const char *key, lua_Integer value) {
 }
 
 static void push_event(lua_State *L, const lt_memory_event *e) {
-  lua_createtable(L, 0, 9);
+  lua_createtable(L, 0, 13);
   set_string(L, "kind", e->kind < sizeof kind_names / sizeof kind_names[0] ? kind_names[e->kind] : "?");
   lua_pushnumber(L, (lua_Number)e->time_ns * 1e-9);
   lua_setfield(L, -2, "time");
@@ -85,11 +86,19 @@ static void push_event(lua_State *L, const lt_memory_event *e) {
   set_string(L, "device", lt_device_name(e->device, device));
   set_integer(L, "id", (lua_Integer)e->id);
   set_integer(L, "size", (lua_Integer)e->size);
+  if (e->kind == LT_EVENT_SEGMENT_ALLOC || e->kind == LT_EVENT_SEGMENT_FREE) return;
+  set_integer(L, "segment", (lua_Integer)e->segment);
+  set_integer(L, "offset", (lua_Integer)e->offset);
+  if (e->flags & LT_EVENT_COLLECTED) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "collected");
+  }
   set_integer(L, "requested", (lua_Integer)e->requested);
   set_string(L, "category", lt_category_name((lt_category)e->category));
   if (e->kind == LT_EVENT_CATEGORY)
     set_string(L, "previous", lt_category_name((lt_category)e->previous_category));
   if (e->origin) set_string(L, "origin", e->origin);
+  if (e->op) set_string(L, "op", e->op);
 }
 
 /* snapshot(): {events = {...}, recording=, dropped=, max_events=, stats =

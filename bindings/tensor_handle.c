@@ -129,6 +129,18 @@ size_t ltb_release_at(lua_State *L, int idx, ltb_handle *h) {
 
 static int tensor_gc(lua_State *L) {
   ltb_handle *h = lua_touserdata(L, 1);
+  if (!h) return 0;
+  /* Only the collector calls __gc: what this frees was garbage (the memory
+   * report draws it as such). */
+  lt_memory_history_collecting(true);
+  ltb_sweep_note(h, ltb_release(h));
+  lt_memory_history_collecting(false);
+  return 0;
+}
+
+/* __close: the end of a to-be-closed variable's scope, not a collection. */
+static int tensor_close(lua_State *L) {
+  ltb_handle *h = lua_touserdata(L, 1);
   if (h) ltb_sweep_note(h, ltb_release(h));
   return 0;
 }
@@ -396,7 +408,7 @@ void ltb_open_tensor_handle(lua_State *L, int methods_idx) {
   lua_setfield(L, -2, "__newindex");
 
   static const luaL_Reg meta[] = {
-      {"__gc", tensor_gc},   {"__close", tensor_gc}, {"__tostring", tensor_tostring},
+      {"__gc", tensor_gc},   {"__close", tensor_close}, {"__tostring", tensor_tostring},
       {"__len", tensor_len}, {NULL, NULL},
   };
   luaL_setfuncs(L, meta, 0);

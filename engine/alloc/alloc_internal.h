@@ -45,6 +45,7 @@ struct lt_block {
   bool allocated;
   unsigned char category; /* lt_category */
   const char *origin;
+  const char *op; /* the library function it was made in (lt_block_set_origin) */
   /* While recording (history.c): the block's id in the log (0 or from an
    * earlier recording: not logged) and the index of its alloc event. */
   uint64_t history_id;
@@ -71,6 +72,7 @@ struct lt_segment {
   /* The backend that gave the memory, kept so that it goes back to the same
    * one even if the backend is replaced later. */
   lt_raw_allocator raw;
+  uint64_t history_id; /* as a block's (history.c) */
 };
 
 /* Free blocks of one pool, ordered by (stream, size, address). */
@@ -156,6 +158,8 @@ void lt_history_free(lt_block *block);
 /* Called with the device's lock held (the lock order is device, then log). */
 void lt_history_category(lt_block *block, lt_category previous);
 void lt_history_origin(lt_block *block);
+/* A segment obtained (alloc) or about to be released; the device's lock is held. */
+void lt_history_segment(lt_segment *seg, bool alloc);
 
 /* Rounding rules (PyTorch's round_size and get_allocation_size). */
 static inline size_t lt_round_size(size_t nbytes) {

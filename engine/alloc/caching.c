@@ -199,6 +199,7 @@ static lt_block *new_segment(lt_device_allocator *da, size_t seg_size, int pool,
   da->stats.num_device_allocs++;
   lt_stat_update_pool(da->stats.segment, pool, 1);
   lt_stat_update_pool(da->stats.reserved_bytes, pool, (int64_t)seg_size);
+  if (lt_history_is_on()) lt_history_segment(seg, true);
   return b;
 }
 
@@ -212,6 +213,7 @@ static void release_segment(lt_device_allocator *da, lt_segment *seg) {
     da->segments = seg->next;
   if (seg->next) seg->next->prev = seg->prev;
 
+  if (lt_history_is_on()) lt_history_segment(seg, false);
   lt_unpoison(seg, seg->base, seg->size); /* the system's again, for whoever gets it next */
   seg->raw.free(seg->raw.ctx, seg->owner->dev.index, seg->base, seg->size);
   da->stats.num_device_frees++;
@@ -269,6 +271,7 @@ static void take_block(lt_device_allocator *da, lt_block *b, size_t rounded, siz
   lt_unpoison(b->segment, b->ptr, nbytes); /* not the tail up to the rounded size */
   b->category = (unsigned char)cat;
   b->origin = NULL;
+  b->op = NULL;
   b->history_id = 0; /* a recycled struct must not look logged */
   b->live_prev = NULL;
   b->live_next = da->live;
@@ -410,6 +413,7 @@ static size_t free_block_locked(lt_device_allocator *da, lt_block *b) {
   if (b->live_next) b->live_next->live_prev = b->live_prev;
   b->live_prev = b->live_next = NULL;
   b->origin = NULL;
+  b->op = NULL;
   b->requested = 0;
   lt_free_with_stream_uses_locked(da, b);
   return size;

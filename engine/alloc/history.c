@@ -37,6 +37,18 @@ static int64_t monotonic_ns(void) {
 
 static bool logged_now(const lt_block *b) { return b->history_id >= first_id; }
 
+/* Depth of lt_memory_history_collecting on this thread: a collection on one
+ * thread must not flag another thread's frees. */
+static _Thread_local int collecting;
+
+void lt_memory_history_collecting(bool on) { collecting += on ? 1 : (collecting > 0 ? -1 : 0); }
+
+/* The segment's id in this log, given on its first event. history_lock is held. */
+static uint64_t segment_id_locked(lt_segment *seg) {
+  if (seg->history_id < first_id) seg->history_id = next_id++;
+  return seg->history_id;
+}
+
 /* Appends one event; returns it, or NULL when the log is full (counted as
  * dropped) or memory for it could not be had. history_lock is held. */
 static lt_memory_event *append_locked(lt_event_kind kind, lt_device dev) {
@@ -74,6 +86,11 @@ static lt_memory_event *append_block_locked(lt_event_kind kind, lt_block *b, lt_
   e->category = b->category;
   e->previous_category = b->category;
   e->origin = b->origin;
+  e->op = b->op;
+  if (b->segment) {
+    e->segment = segment_id_locked(b->segment);
+    e->offset = (size_t)(b->ptr - b->segment->base);
+  }
   return e;
 }
 
@@ -90,7 +107,10 @@ void lt_history_alloc(lt_block *b, lt_device dev) {
 
 void lt_history_free(lt_block *b) {
   pthread_mutex_lock(&history_lock);
-  if (atomic_load(&lt_history_on)) append_block_locked(LT_EVENT_FREE, b, b->segment->owner->dev);
+  if (atomic_load(&lt_history_on)) {
+    lt_memory_event *e = append_block_locked(LT_EVENT_FREE, b, b->segment->owner->dev);
+    if (e && collecting > 0) e->flags = LT_EVENT_COLLECTED;
+  }
   pthread_mutex_unlock(&history_lock);
 }
 
@@ -106,15 +126,34 @@ void lt_history_category(lt_block *b, lt_category previous) {
 void lt_history_origin(lt_block *b) {
   pthread_mutex_lock(&history_lock);
   size_t i = b->history_event;
-  if (logged_now(b) && i < count && events[i].id == b->history_id) events[i].origin = b->origin;
+  if (logged_now(b) && i < count && events[i].id == b->history_id) {
+    events[i].origin = b->origin;
+    events[i].op = b->op;
+  }
   pthread_mutex_unlock(&history_lock);
 }
 
-/* Logs every live block of one device as existing, so that the log starts
- * from what is already allocated. */
+static void append_segment_locked(lt_segment *seg, lt_event_kind kind) {
+  lt_memory_event *e = append_locked(kind, seg->owner->dev);
+  if (!e) return;
+  e->id = e->segment = segment_id_locked(seg);
+  e->size = seg->size;
+}
+
+void lt_history_segment(lt_segment *seg, bool alloc) {
+  pthread_mutex_lock(&history_lock);
+  if (atomic_load(&lt_history_on))
+    append_segment_locked(seg, alloc ? LT_EVENT_SEGMENT_ALLOC : LT_EVENT_SEGMENT_FREE);
+  pthread_mutex_unlock(&history_lock);
+}
+
+/* Logs every segment and live block of one device as existing, so that the
+ * log starts from what is already reserved and allocated. */
 static void log_existing_blocks(lt_device_allocator *da) {
   pthread_mutex_lock(&da->lock);
   pthread_mutex_lock(&history_lock);
+  for (lt_segment *seg = da->segments; seg; seg = seg->next)
+    if (seg->history_id < first_id) append_segment_locked(seg, LT_EVENT_SEGMENT_ALLOC);
   for (lt_block *b = da->live; b; b = b->live_next)
     if (!logged_now(b)) append_block_locked(LT_EVENT_EXISTING, b, da->dev);
   pthread_mutex_unlock(&history_lock);

@@ -99,9 +99,10 @@ lt_category lt_block_category(const lt_block *block) {
   return block ? (lt_category)block->category : LT_CAT_OTHER;
 }
 
-void lt_block_set_origin(lt_block *block, const char *origin) {
+void lt_block_set_origin(lt_block *block, const char *origin, const char *op) {
   if (!block) return;
   block->origin = origin;
+  block->op = op;
   /* The origin arrives just after the allocation: complete its event. */
   if (lt_history_is_on() && block->segment) lt_history_origin(block);
 }

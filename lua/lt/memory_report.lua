@@ -61,18 +61,20 @@ local function array(t) return setmetatable(t, { __metatable = "array" }) end
 local function chart_data(tl)
   local devices = array {}
   for i, dev in ipairs(tl.devices) do
-    local points = array {}
+    local points, reserved = array {}, array {}
     for j, p in ipairs(dev.points) do -- {time, seq, bytes of each category in order}
       local row = { p.time, p.seq }
       for k, c in ipairs(timeline.categories) do row[k + 2] = p.bytes[c] end
       points[j] = row
+      reserved[j] = p.reserved
     end
     devices[i] = { device = dev.device, points = points,
+                   reserved = dev.reserved_peak > 0 and reserved or nil, reservedPeak = dev.reserved_peak,
                    peak = { t = dev.peak.time, seq = dev.peak.seq, bytes = dev.peak.bytes, label = human(dev.peak.bytes) } }
   end
   local marks = array {}
   for i, m in ipairs(tl.marks) do marks[i] = { t = m.time, seq = m.seq, label = m.label } end
-  return { categories = array { table.unpack(timeline.categories) }, colours = assets.colours, duration = tl.duration,
+  return { categories = array { table.unpack(timeline.categories) }, colours = assets.colours, reservedColour = assets.reserved_colour, duration = tl.duration,
            events = tl.event_count, marks = marks, devices = devices }
 end
 
@@ -89,7 +91,15 @@ local function legend(dev)
       '<li class="%s" data-category="%s"><span class="swatch" style="background:%s"></span>%s <span class="bytes">%s</span></li>',
       peak > 0 and "used" or "empty", c, assets.colours[c], c, peak > 0 and ("peak " .. human(peak)) or "none")
   end
-  return '<ul class="legend">' .. table.concat(items) .. "</ul>"
+  if dev.reserved_peak > 0 then
+    items[#items + 1] = string.format('<li class="used" data-series="reserved"><span class="swatch" style="background:%s"></span>' ..
+      'reserved (segments) <span class="bytes">peak %s</span></li>', assets.reserved_colour, human(dev.reserved_peak))
+  end
+  return '<ul class="legend">' .. table.concat(items) .. "</ul>" ..
+    '<p class="muted legend-note">garbage: bytes the Lua collector freed (their tensors\' finalizers), drawn from ' ..
+    "the previous batch of collector frees on this device (or their allocation, if later) until their own: when " ..
+    "in that interval they became unreachable is not known, so the band is the longest they can have been " ..
+    "garbage. The dashed line is the reserved bytes: segments the allocator holds, allocated or cached.</p>"
 end
 
 -- Blocks that C code made with no Lua line of its own (gradients from
@@ -103,9 +113,9 @@ local function top_table(dev)
   for i, b in ipairs(dev.top) do
     rows[#rows + 1] = string.format(
       '<tr><td class="num">%d</td><td class="num">%s</td><td class="num">%s</td>' ..
-      '<td><span class="swatch" style="background:%s"></span> %s</td><td class="origin">%s</td><td class="num">%s</td></tr>',
+      '<td><span class="swatch" style="background:%s"></span> %s</td><td class="origin">%s</td><td class="op">%s</td><td class="num">%s</td></tr>',
       i, human(b.size), human(b.requested), assets.colours[b.category] or "#ccc", html(b.category),
-      b.origin and html(b.origin) or NO_ORIGIN,
+      b.origin and html(b.origin) or NO_ORIGIN, b.op and html(b.op) or "",
       b.time and seconds(b.time) or '<span class="muted">before recording</span>')
   end
   local shown = #dev.top < dev.peak.live_blocks
@@ -113,8 +123,31 @@ local function top_table(dev)
   return string.format('<p class="muted">Live at the peak, %s at %s%s.</p>', human(dev.peak.bytes),
       seconds(dev.peak.time), shown) ..
     '<table class="top"><thead><tr><th class="num">#</th><th class="num">size</th><th class="num">requested</th>' ..
-    "<th>category</th><th>created at</th><th class=\"num\">allocated at</th></tr></thead><tbody>" ..
+    "<th>category</th><th>created at</th><th>in</th><th class=\"num\">allocated at</th></tr></thead><tbody>" ..
     table.concat(rows, "\n") .. "</tbody></table>"
+end
+
+-- Fragmentation: each segment at the peak, its allocated bytes and its
+-- largest free block (what one more allocation could get without a new one).
+local function segments_table(dev)
+  local segs = dev.peak.segments or {}
+  if #segs == 0 then return '<p class="muted">No segment events were recorded.</p>' end
+  local rows, total, allocated = {}, 0, 0
+  for i, sg in ipairs(segs) do
+    total, allocated = total + sg.size, allocated + sg.allocated
+    if i <= TOP_N then
+      rows[#rows + 1] = string.format('<tr><td class="num">%d</td><td class="num">%s</td><td class="num">%s</td>' ..
+        '<td class="num">%s</td><td class="num">%d</td><td class="num">%.0f%%</td></tr>', sg.id, human(sg.size),
+        human(sg.allocated), human(sg.largest_free), sg.blocks,
+        sg.size > sg.allocated and 100 * (1 - sg.largest_free / (sg.size - sg.allocated)) or 0)
+    end
+  end
+  return string.format('<p class="muted">At the peak: %s reserved in %d segments, %s of it allocated%s. ' ..
+      "Fragmentation is the share of a segment's free bytes outside its largest free block.</p>",
+      human(total), #segs, human(allocated), #segs > TOP_N and (", the " .. TOP_N .. " largest shown") or "") ..
+    '<table class="top segments"><thead><tr><th class="num">segment</th><th class="num">size</th>' ..
+    '<th class="num">allocated</th><th class="num">largest free</th><th class="num">blocks</th>' ..
+    '<th class="num">fragmentation</th></tr></thead><tbody>' .. table.concat(rows, "\n") .. "</tbody></table>"
 end
 
 local function device_sections(tl)
@@ -123,8 +156,10 @@ local function device_sections(tl)
     out[#out + 1] = string.format([[
 <section class="panel"><h2>Allocated memory on %s</h2>%s
 <div class="chart" id="chart-%s"></div></section>
-<section class="panel"><h2>Top %d allocations at the peak on %s</h2>%s</section>]],
-      html(dev.device), legend(dev), html(dev.device), TOP_N, html(dev.device), top_table(dev))
+<section class="panel"><h2>Top %d allocations at the peak on %s</h2>%s</section>
+<section class="panel"><h2>Segments at the peak on %s</h2>%s</section>]],
+      html(dev.device), legend(dev), html(dev.device), TOP_N, html(dev.device), top_table(dev),
+      html(dev.device), segments_table(dev))
   end
   return table.concat(out, "\n")
 end
@@ -156,7 +191,11 @@ end
 
 local function notes(snapshot)
   local out = {}
-  if #(snapshot.events or {}) == 0 then
+  local blocks = 0 -- segment events alone (the cache held at the start) make no timeline
+  for _, e in ipairs(snapshot.events or {}) do
+    if not e.kind:find("^segment_") then blocks = blocks + 1 end
+  end
+  if blocks == 0 then
     out[#out + 1] = '<p class="note">No timeline: nothing was recorded. Call <code>lt.memory.record(true)</code> ' ..
       "at the start of the script (or run it with <code>lt --memory-report FILE</code>) to record " ..
       "every allocation, free and mark.</p>"

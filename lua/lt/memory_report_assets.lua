@@ -2,7 +2,9 @@
 -- the page so that it is one file that needs no network. The script reads
 -- the JSON in <script id="lt-memory-data"> and draws, for each device, a
 -- stacked step-area chart of allocated bytes by category as inline SVG: one
--- <path class="area" data-category=...> per category that ever held bytes,
+-- <path class="area" data-category=...> per category that ever held bytes
+-- (garbage, bytes a collection freed later, on top), reserved bytes as a
+-- dashed <path class="reserved">,
 -- the marks as dashed lines with their labels, the peak, and a hover readout.
 -- When done it sets data-chart="drawn" on <body> (the tests look for it).
 
@@ -16,7 +18,9 @@ assets.colours = {
   activation = "#e15759",
   other = "#9d8fb8",
   workspace = "#8c8c8c",
+  garbage = "#e8c547", -- freed later by a collection: unreachable, still allocated
 }
+assets.reserved_colour = "#0a7f8c" -- no category's colour, nor the text's
 
 assets.css = [[
 :root { color-scheme: light; }
@@ -55,6 +59,7 @@ h2 { font-size: 16px; margin: 0 0 12px; font-weight: 600; }
 .chart .mark rect { fill: #fff; fill-opacity: .85; }
 .chart .peak circle { fill: #fff; stroke: #cf222e; stroke-width: 2; }
 .chart .peak text { fill: #cf222e; font-weight: 600; }
+.chart .reserved { fill: none; stroke-width: 2; stroke-dasharray: 7 3; }
 .chart .cursor { stroke: #57606a; stroke-width: 1; }
 .tooltip { position: absolute; pointer-events: none; background: rgba(255,255,255,.97); border: 1px solid #d0d7de;
   border-radius: 6px; padding: 6px 9px; font-size: 12px; box-shadow: 0 2px 8px rgba(0,0,0,.12); white-space: nowrap; }
@@ -128,7 +133,7 @@ assets.script = [==[
       return pts.some(function (p) { return p.b[c] > 0; });
     });
     var xmax = ax.max();
-    var peak = Math.max(dev.peak.bytes, 1);
+    var peak = Math.max(dev.peak.bytes, dev.reservedPeak || 0, 1);
     var unitIndex = Math.min(Math.max(Math.floor(Math.log(peak) / Math.log(1024)), 0), 4);
     var unit = Math.pow(1024, unitIndex);
     var ystep = niceStep(peak / unit, 5) * unit;
@@ -172,6 +177,14 @@ assets.script = [==[
       el("title", {}, path).textContent = c;
       lower = upper;
     });
+
+    // Reserved bytes (segments) as a line above the stacked allocated areas.
+    if (dev.reserved) {
+      var rd = "M" + x(pts[0]) + "," + y(dev.reserved[0]);
+      for (var r = 1; r < n; r++) rd += "H" + x(pts[r]) + "V" + y(dev.reserved[r]);
+      rd += "H" + xend;
+      el("path", { "class": "reserved", d: rd, stroke: data.reservedColour }, svg);
+    }
 
     // Marks: dashed lines, labels on alternating rows when they crowd.
     var marks = el("g", {}, svg), lastX = [-1e9, -1e9];

@@ -296,6 +296,7 @@ function training.fit(model, optimizer, train, test, opts)
   end
   local accuracy
   for epoch = first_epoch, opts.epochs do
+    core.memory.mark("epoch " .. epoch) -- for the memory report; nothing when not recording
     model:train()
     local bar = progress.new(#train, {label = ("epoch %d/%d"):format(epoch, opts.epochs)})
     local loss_sum, steps, shown = nil, 0, nil
@@ -310,7 +311,9 @@ function training.fit(model, optimizer, train, test, opts)
       if steps % read_every == 0 or steps == 1 then shown = l:item() end
       bar:step({loss = shown})
     end
+    core.memory.mark("evaluate")
     accuracy = training.evaluate(model, test, prepare, nil, device)
+    core.memory.mark("evaluated")
     bar:finish({loss = loss_sum and loss_sum:item() / steps or 0 / 0, ["test acc"] = accuracy})
     if opts.scheduler then opts.scheduler:step() end
     if opts.checkpoint ~= "" then

@@ -519,9 +519,9 @@ static void test_largest(void) {
   held b = must_alloc_on(lt_cpu(), 10 * KiB, LT_CAT_PARAMETER);
   held c = must_alloc_on(lt_cpu(), 1 * KiB, LT_CAT_OTHER);
   held d = must_alloc_on(lt_cpu(), 7 * MiB, LT_CAT_GRADIENT);
-  lt_block_set_origin(a.block, "train.lua:10");
-  lt_block_set_origin(b.block, "model.lua:3");
-  lt_block_set_origin(d.block, "train.lua:42");
+  lt_block_set_origin(a.block, "train.lua:10", NULL);
+  lt_block_set_origin(b.block, "model.lua:3", NULL);
+  lt_block_set_origin(d.block, "train.lua:42", NULL);
 
   size_t sizes[8];
   const char *origins[8];
@@ -559,7 +559,7 @@ static void test_zero_bytes_and_null(void) {
   CHECK_EQ_INT(lt_block_size(z.block), 0);
   CHECK_EQ_INT(lt_block_category(z.block), LT_CAT_PARAMETER);
   lt_block_set_category(z.block, LT_CAT_GRADIENT);
-  lt_block_set_origin(z.block, "zero.lua:1");
+  lt_block_set_origin(z.block, "zero.lua:1", NULL);
   CHECK_EQ_INT(lt_block_category(z.block), LT_CAT_GRADIENT);
   lt_memory_stats s = cpu_stats();
   /* As PyTorch: a zero-byte allocation takes no memory and counts nowhere. */

@@ -16,7 +16,18 @@ static lt_block *must_alloc(size_t nbytes, lt_category cat) {
   return block;
 }
 
-static size_t read_all(lt_memory_event *out) { return lt_memory_history_read(0, out, MAX_READ); }
+static bool is_segment_event(const lt_memory_event *e) {
+  return e->kind == LT_EVENT_SEGMENT_ALLOC || e->kind == LT_EVENT_SEGMENT_FREE;
+}
+
+/* The block and mark events of the log (test_segments checks the others). */
+static size_t read_all(lt_memory_event *out) {
+  lt_memory_event all[MAX_READ];
+  size_t n = lt_memory_history_read(0, all, MAX_READ), kept = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!is_segment_event(&all[i])) out[kept++] = all[i];
+  return kept;
+}
 
 static void check_block_event(const lt_memory_event *e, lt_event_kind kind, size_t size,
                               size_t requested, lt_category cat) {
@@ -36,7 +47,7 @@ static void test_events_in_order(void) {
   CHECK_EQ_INT(read_all(ev), 0); /* nothing live, nothing logged yet */
 
   lt_block *a = must_alloc(1000, LT_CAT_OTHER);
-  lt_block_set_origin(a, "train.lua:7"); /* completes the alloc event */
+  lt_block_set_origin(a, "train.lua:7", NULL); /* completes the alloc event */
   lt_memory_mark("epoch 1");
   lt_block *b = must_alloc(100, LT_CAT_OTHER);
   lt_block_set_category(b, LT_CAT_OPTIMIZER);
@@ -76,12 +87,14 @@ static void test_events_in_order(void) {
   lt_memory_history_info info;
   lt_memory_history_get_info(&info);
   CHECK(!info.recording);
-  CHECK_EQ_INT(info.count, 6);
+  CHECK_EQ_INT(info.count, 7); /* and first the small pool's fresh segment */
   CHECK_EQ_INT(info.dropped, 0);
   CHECK_EQ_INT(info.max_events, LT_HISTORY_DEFAULT_MAX_EVENTS);
-  CHECK_EQ_INT(lt_memory_history_read(4, ev, MAX_READ), 2); /* reading from an offset */
+  CHECK_EQ_INT(lt_memory_history_read(0, ev, 1), 1);
+  CHECK_EQ_INT(ev[0].kind, LT_EVENT_SEGMENT_ALLOC);
+  CHECK_EQ_INT(lt_memory_history_read(5, ev, MAX_READ), 2); /* reading from an offset */
   CHECK_EQ_INT(ev[0].kind, LT_EVENT_FREE);
-  CHECK_EQ_INT(lt_memory_history_read(6, ev, MAX_READ), 0);
+  CHECK_EQ_INT(lt_memory_history_read(7, ev, MAX_READ), 0);
 }
 
 /* A fresh recording starts with the blocks already live; a block struct
@@ -89,7 +102,7 @@ static void test_events_in_order(void) {
 static void test_existing_blocks(void) {
   lt_memory_event ev[MAX_READ];
   lt_block *kept = must_alloc(3000, LT_CAT_PARAMETER);
-  lt_block_set_origin(kept, "model.lua:3");
+  lt_block_set_origin(kept, "model.lua:3", NULL);
   CHECK_EQ_INT(lt_memory_history_start(0), LT_OK);
   CHECK_EQ_INT(read_all(ev), 1);
   check_block_event(&ev[0], LT_EVENT_EXISTING, 3072, 3000, LT_CAT_PARAMETER);
@@ -135,9 +148,9 @@ static void test_max_events(void) {
   lt_memory_history_info info;
   lt_memory_history_get_info(&info);
   CHECK_EQ_INT(info.count, 3);
-  CHECK_EQ_INT(info.dropped, 5);
+  CHECK_EQ_INT(info.dropped, 6); /* the held segment came first */
   CHECK_EQ_INT(info.max_events, 3);
-  CHECK_EQ_INT(read_all(ev), 3);
+  CHECK_EQ_INT(read_all(ev), 2);
   lt_memory_history_clear();
 }
 
@@ -170,14 +183,61 @@ static void test_threads(void) {
   lt_memory_history_stop();
   lt_memory_history_info info;
   lt_memory_history_get_info(&info);
-  CHECK_EQ_INT(info.count, 2 * THREADS * ROUNDS);
   lt_memory_event *ev = malloc(info.count * sizeof *ev);
   CHECK_EQ_INT(lt_memory_history_read(0, ev, info.count), info.count);
-  long long balance = 0;
-  for (size_t i = 0; i < info.count; i++)
+  long long balance = 0, blocks = 0;
+  for (size_t i = 0; i < info.count; i++) {
+    if (is_segment_event(&ev[i])) continue;
+    blocks++;
     balance += ev[i].kind == LT_EVENT_ALLOC ? (long long)ev[i].size : -(long long)ev[i].size;
+  }
+  CHECK_EQ_INT(blocks, 2 * THREADS * ROUNDS);
   CHECK_EQ_INT(balance, 0);
   free(ev);
+  lt_memory_history_clear();
+}
+
+/* Segment events (held ones first), each block's segment and offset, and
+ * the frees between lt_memory_history_collecting(true) and (false) flagged. */
+static void test_segments(void) {
+  lt_memory_event ev[MAX_READ];
+  lt_empty_cache(lt_cpu());
+  lt_block *small = must_alloc(1000, LT_CAT_OTHER); /* a small segment, held at the start */
+  CHECK_EQ_INT(lt_memory_history_start(0), LT_OK);
+  lt_block *big = must_alloc((size_t)25 << 20, LT_CAT_OTHER); /* a segment of its own */
+  lt_block *next = must_alloc(1000, LT_CAT_OTHER);            /* after small in its segment */
+  lt_memory_history_collecting(true);
+  lt_free(big);
+  lt_memory_history_collecting(false);
+  lt_free(next);
+  lt_free(small);
+  lt_empty_cache(lt_cpu());
+  lt_memory_history_stop();
+  size_t n = lt_memory_history_read(0, ev, MAX_READ);
+  CHECK_EQ_INT(n, 10);
+  CHECK_EQ_INT(ev[0].kind, LT_EVENT_SEGMENT_ALLOC);
+  CHECK_EQ_INT(ev[0].size, (size_t)2 << 20);
+  CHECK_EQ_INT(ev[1].kind, LT_EVENT_EXISTING);
+  CHECK_EQ_INT(ev[1].segment, ev[0].id);
+  CHECK_EQ_INT(ev[1].offset, 0);
+  CHECK_EQ_INT(ev[2].kind, LT_EVENT_SEGMENT_ALLOC);
+  CHECK_EQ_INT(ev[2].size, (size_t)26 << 20);
+  CHECK_EQ_INT(ev[3].kind, LT_EVENT_ALLOC);
+  CHECK_EQ_INT(ev[3].segment, ev[2].id);
+  CHECK_EQ_INT(ev[4].kind, LT_EVENT_ALLOC);
+  CHECK_EQ_INT(ev[4].segment, ev[0].id);
+  CHECK_EQ_INT(ev[4].offset, 1024);
+  CHECK_EQ_INT(ev[5].kind, LT_EVENT_FREE);
+  CHECK_EQ_INT(ev[5].flags, LT_EVENT_COLLECTED);
+  CHECK_EQ_INT(ev[6].kind, LT_EVENT_FREE);
+  CHECK_EQ_INT(ev[6].flags, 0);
+  CHECK_EQ_INT(ev[7].flags, 0);
+  /* empty_cache releases both segments, in the device's list order */
+  CHECK_EQ_INT(ev[8].kind, LT_EVENT_SEGMENT_FREE);
+  CHECK_EQ_INT(ev[9].kind, LT_EVENT_SEGMENT_FREE);
+  CHECK(ev[8].id != ev[9].id);
+  CHECK(ev[8].id == ev[0].id || ev[8].id == ev[2].id);
+  CHECK(ev[9].id == ev[0].id || ev[9].id == ev[2].id);
   lt_memory_history_clear();
 }
 
@@ -187,6 +247,7 @@ int main(void) {
   test_existing_blocks();
   test_max_events();
   test_threads();
+  test_segments();
   lt_empty_cache(lt_cpu());
   return check_summary("test_memory_history");
 }

@@ -61,8 +61,11 @@ for epoch = 1, 2 do
   local scratch = lt.zeros(512, 512) -- stays "other"
   for i = 1, 3 do grads[i] = grads[i] or cat(lt.zeros(256, 256), "gradient") end
   for i = 1, 3 do state[i] = state[i] or cat(lt.zeros(256, 512), "optimizer") end
+  local dropped = lt.zeros(768, 1024) -- garbage until the collection below
+  dropped = nil
   lt.del(scratch)
   for i = #saved, 1, -1 do lt.del(saved[i]) end
+  collectgarbage()
 end
 print("trained")
 EOF
@@ -81,8 +84,8 @@ dom=$(browse --dump-dom "file://$TMP/r.html")
 check "Chromium ran the drawing script (body data-chart=drawn)" '[[ $dom == *"data-chart=\"drawn\""* ]]' \
   "chromium log: $(tail -3 "$TMP/chromium.log")"
 areas=$(grep -o '<path class="area" data-category="[a-z]*"' <<<"$dom" | sed 's/.*data-category="\([a-z]*\)"/\1/' | tr '\n' ' ')
-check "one area per non-empty category, stacked bottom to top" \
-  '[[ $areas == "parameter gradient optimizer activation other " ]]' "areas: '$areas'"
+check "one area per non-empty category, stacked bottom to top, garbage last" \
+  '[[ $areas == "parameter gradient optimizer activation other garbage " ]]' "areas: '$areas'"
 check "no area for the empty workspace category" '[[ $areas != *workspace* ]]'
 marks=$(grep -o '<g class="mark" data-label="[^"]*"' <<<"$dom" | sed 's/.*data-label="\([^"]*\)"/\1/' | tr '\n' ',')
 check "both marks are drawn, in order" '[[ $marks == "epoch 1,epoch 2," ]]' "marks: '$marks'"
@@ -91,6 +94,9 @@ check "the peak is labelled" '[[ $dom =~ \>peak\ [0-9.]+\ MiB\</text\> ]]'
 check "the y axis is in MiB" '[[ $dom == *"allocated (MiB)"* ]]'
 check "the legend lists every category" \
   '[[ $dom == *"data-category=\"parameter\""* && $dom == *"data-category=\"workspace\""* ]]'
+check "the reserved line is drawn above the areas" '[[ $dom == *"<path class=\"reserved\""* ]]'
+check "the segments table is on the page" '[[ $dom == *"Segments at the peak on cpu"* && $dom == *"largest free"* ]]'
+check "the legend explains the garbage band" '[[ $dom == *"data-category=\"garbage\""* && $dom == *"the longest they can have been garbage"* ]]'
 origin_rows=$(grep -c "<td class=\"origin\">$TMP/train.lua:[0-9]*</td>" <<<"$dom")
 check "top allocations at the peak name the script's lines" '(( origin_rows >= 10 ))' "rows: $origin_rows"
 
@@ -142,10 +148,13 @@ for _ in range(h):
     rows.append(line)
     prev = line
 colours = {"parameter": "4e79a7", "gradient": "f28e2b", "optimizer": "59a14f",
-           "activation": "e15759", "other": "9d8fb8", "workspace": "8c8c8c"}
+           "activation": "e15759", "other": "9d8fb8", "workspace": "8c8c8c", "garbage": "e8c547",
+           "reserved": "0a7f8c"}
 counts = {}
 for name, hexcode in colours.items():
-    want = [round(int(hexcode[k:k + 2], 16) * 0.88 + 255 * 0.12) for k in (0, 2, 4)]
+    # the areas are 88% opaque on white; the reserved line is opaque
+    alpha = 1.0 if name == "reserved" else 0.88
+    want = [round(int(hexcode[k:k + 2], 16) * alpha + 255 * (1 - alpha)) for k in (0, 2, 4)]
     counts[name] = 0
     for line in rows:
         for x in range(0, stride, bpp):
@@ -161,6 +170,10 @@ for c in parameter gradient optimizer activation other; do
   (( ${n:-0} > 300 )) && painted=$((painted + 1))
 done
 check "the event-order screenshot shows the five used category colours (> 300 pixels each)" '(( painted == 5 ))' "$colours"
+garbage_px=$(grep -o "garbage=[0-9]*" <<<"$colours" | cut -d= -f2)
+reserved_px=$(grep -o "reserved=[0-9]*" <<<"$colours" | cut -d= -f2)
+check "the event-order screenshot shows the garbage band (> 300 pixels)" '(( ${garbage_px:-0} > 300 ))' "$colours"
+check "the event-order screenshot shows the reserved line (> 300 pixels)" '(( ${reserved_px:-0} > 300 ))' "$colours"
 
 # ---- --memory-report records from the start: a script without record(true) ----
 out=$("$LT" --memory-report "$TMP/flag.html" -e 'local t = lt.zeros(1000); lt.memory.mark("made")' 2>"$TMP/stderr")

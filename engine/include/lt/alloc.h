@@ -130,8 +130,10 @@ void lt_block_set_category(lt_block *block, lt_category cat);
 lt_category lt_block_category(const lt_block *block);
 /* A short string (kept, not copied: interned by the caller) saying where the
  * block was created, e.g. "train.lua:42"; shown in out-of-memory messages and
- * added to the block's alloc event in the memory history. */
-void lt_block_set_origin(lt_block *block, const char *origin);
+ * added to the block's alloc event in the memory history. op (NULL: none;
+ * kept too) names the library function it was made in ("nn.Conv2d:forward"),
+ * for the history's alloc event. */
+void lt_block_set_origin(lt_block *block, const char *origin, const char *op);
 
 /* Releases every entirely free segment to the device; returns the bytes. */
 size_t lt_empty_cache(lt_device dev);
@@ -197,8 +199,15 @@ typedef enum lt_event_kind {
   LT_EVENT_FREE,
   LT_EVENT_CATEGORY, /* a live block moved from previous_category to category */
   LT_EVENT_MARK,     /* a label from lt_memory_mark; no block */
-  LT_EVENT_EXISTING  /* a block already live when recording started */
+  LT_EVENT_EXISTING, /* a block already live when recording started */
+  /* A segment (one raw allocation: reserved bytes) obtained or released;
+   * segments held when recording starts come first as SEGMENT_ALLOC. */
+  LT_EVENT_SEGMENT_ALLOC,
+  LT_EVENT_SEGMENT_FREE
 } lt_event_kind;
+
+/* lt_memory_event.flags */
+enum { LT_EVENT_COLLECTED = 1 }; /* a free made by the Lua collector (garbage freed) */
 
 typedef struct lt_memory_event {
   int64_t time_ns; /* since recording started (monotonic clock) */
@@ -206,9 +215,13 @@ typedef struct lt_memory_event {
   size_t size;     /* rounded bytes */
   size_t requested;
   const char *origin; /* the block's origin, or a mark's label (kept, not copied) */
+  const char *op;     /* the library function the block was made in, or NULL */
+  uint64_t segment;   /* the block's segment (its id in segment events), 0 for marks */
+  size_t offset;      /* the block's place in its segment */
   lt_device device;
   unsigned char kind; /* lt_event_kind */
   unsigned char category, previous_category;
+  unsigned char flags; /* LT_EVENT_COLLECTED */
 } lt_memory_event;
 
 typedef struct lt_memory_history_info {
@@ -236,6 +249,9 @@ bool lt_memory_history_recording(void);
 /* Appends a mark; label is kept, not copied (interned by the caller). Does
  * nothing when not recording. */
 void lt_memory_mark(const char *label);
+/* Brackets a Lua collection's finalizers on the calling thread (nested calls
+ * count): the frees between on and off are flagged LT_EVENT_COLLECTED. */
+void lt_memory_history_collecting(bool on);
 void lt_memory_history_get_info(lt_memory_history_info *out);
 /* Copies up to n events starting at index first; returns how many. */
 size_t lt_memory_history_read(size_t first, lt_memory_event *out, size_t n);
