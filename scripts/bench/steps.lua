@@ -36,29 +36,28 @@ local function cnn()
     nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
 end
 
+-- A Fashion-MNIST-shaped classifier's step: a random batch of images and
+-- labels, cross-entropy.
+local function classifier_step(model, opt, batch)
+  local x, y = lt.randn(batch, 1, 28, 28), lt.randint(1, 10, {batch})
+  return function()
+    opt:zero_grad()
+    F.cross_entropy(model(x), y):backward()
+    opt:step()
+  end
+end
+
 -- Each: a name, an id (memory_torch.py's) and make(batch), which builds the
 -- model, data and optimizer and returns one training step (zero_grad,
 -- forward, backward, step).
 return {
   {name = "MLP (SGD momentum)", id = "mlp", make = function(batch)
     local model = mlp()
-    local opt = optim.SGD(model:parameters(), {lr = 0.01, momentum = 0.9})
-    local x, y = lt.randn(batch, 1, 28, 28), lt.randint(1, 10, {batch})
-    return function()
-      opt:zero_grad()
-      F.cross_entropy(model(x), y):backward()
-      opt:step()
-    end
+    return classifier_step(model, optim.SGD(model:parameters(), {lr = 0.01, momentum = 0.9}), batch)
   end},
   {name = "CNN (Adam)", id = "cnn", make = function(batch)
     local model = cnn()
-    local opt = optim.Adam(model:parameters(), {lr = 1e-3})
-    local x, y = lt.randn(batch, 1, 28, 28), lt.randint(1, 10, {batch})
-    return function()
-      opt:zero_grad()
-      F.cross_entropy(model(x), y):backward()
-      opt:step()
-    end
+    return classifier_step(model, optim.Adam(model:parameters(), {lr = 1e-3}), batch)
   end},
   {name = "transformer block (AdamW)", id = "block", make = function(batch)
     local model = Block(256)
