@@ -11,7 +11,8 @@ local cli = {}
 local function usage(spec, program)
   local lines = {("usage: lt %s [options]"):format(program), "options:"}
   for _, s in ipairs(spec) do
-    lines[#lines + 1] = ("  --%-14s %s (default: %s)"):format(s[1], s[3], tostring(s[2]))
+    local default = s[2] == "" and "" or (" (default: %s)"):format(tostring(s[2]))
+    lines[#lines + 1] = ("  --%-14s %s%s"):format(s[1], s[3], default)
   end
   return table.concat(lines, "\n")
 end
@@ -24,6 +25,12 @@ local function listed(words, v)
   end
   return false
 end
+
+-- A command-line mistake: an error object that describes itself, so the lt
+-- host (as lua.c) prints its message alone, with no traceback into this
+-- file; tostring gives the message to a pcall.
+local usage_error_mt = { __tostring = function(e) return e.message end }
+local function usage_error(message) error(setmetatable({ message = message }, usage_error_mt), 0) end
 
 -- Returns the options table, or raises an error naming the bad option.
 function cli.parse(argv, spec, program)
@@ -41,19 +48,19 @@ function cli.parse(argv, spec, program)
     end
     local name = a:match("^%-%-([%w_%-]+)$")
     local s = name and by_name[name:gsub("-", "_")]
-    if not s then error(("%s: unknown option '%s'\n%s"):format(program, a, usage(spec, program)), 0) end
+    if not s then usage_error(("%s: unknown option '%s'\n%s"):format(program, a, usage(spec, program))) end
     name = s[1]
     local default = s[2]
     if type(default) == "boolean" then
       opts[name] = true
     else
       local v = argv[i + 1]
-      if v == nil then error(("%s: option --%s needs a value"):format(program, name), 0) end
+      if v == nil then usage_error(("%s: option --%s needs a value"):format(program, name)) end
       if type(default) == "number" and not listed(s.words, v) then
         local n = math.tointeger(tonumber(v)) or tonumber(v)
         if not n then
           local also = s.words and (" or " .. table.concat(s.words, ", ")) or ""
-          error(("%s: option --%s expects a number%s, got '%s'"):format(program, name, also, v), 0)
+          usage_error(("%s: option --%s expects a number%s, got '%s'"):format(program, name, also, v))
         end
         v = n
       end

@@ -195,6 +195,14 @@ else
   echo "FAIL - busted --lua=lt runs a spec: busted is not installed"
 fi
 
+# ---- a recipe's command-line mistake: the message and usage, no traceback ----
+run "$LT" scripts/train_fashion_mlp.lua --epochs x
+check "a recipe's bad option is one message, exit 1, no traceback" \
+  '[[ $status == 1 && $err == *"option --epochs expects a number, got '"'"'x'"'"'"* && $err != *"stack traceback"* ]]'
+run "$LT" scripts/train_fashion_mlp.lua --bogus
+check "a recipe's unknown option prints the usage without a traceback" \
+  '[[ $status == 1 && $err == *"unknown option '"'"'--bogus'"'"'"* && $err == *"usage: lt"* && $err != *"stack traceback"* && $err != *"(default: )"* ]]'
+
 # ---- the whole chain: host, bindings, engine ----
 run "$LT" -e 'print(lt.ones(2, 3):sum():item())'
 if [[ $status == 0 && $out == 6.0 ]]; then
