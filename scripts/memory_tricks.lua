@@ -19,7 +19,7 @@ lt.set_num_threads(1)
 local only
 if opts.only ~= "" then
   local t = tricks.techniques[opts.only]
-  if not t then error("scripts/memory_tricks.lua: unknown technique '" .. opts.only .. "'", 0) end
+  if not t then cli.usage_error("scripts/memory_tricks.lua: unknown technique '" .. opts.only .. "'") end
   only = { t }
 end
 local rows = tricks.measure_all(only)

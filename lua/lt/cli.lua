@@ -32,6 +32,9 @@ end
 local usage_error_mt = { __tostring = function(e) return e.message end }
 local function usage_error(message) error(setmetatable({ message = message }, usage_error_mt), 0) end
 
+-- For a recipe's own checks of its options (--resume without --checkpoint).
+cli.usage_error = usage_error
+
 -- Returns the options table, or raises an error naming the bad option.
 function cli.parse(argv, spec, program)
   local opts, by_name = {}, {}

@@ -9,6 +9,7 @@
 -- uninterrupted one would.
 
 local core = require "lt.core"
+local usage_error = require("lt.cli").usage_error
 
 local training = {}
 
@@ -280,16 +281,16 @@ function training.fit(model, optimizer, train, test, opts)
   local prepare = opts.prepare or training.fashion_prepare
   local device = training.device(opts)
   if opts.amp and opts.amp ~= "" and not AMP_DTYPES[opts.amp] then
-    error(("--amp must be bf16 or fp16, got '%s'"):format(opts.amp), 0)
+    usage_error(("--amp must be bf16 or fp16, got '%s'"):format(opts.amp))
   end
   if opts.accum and opts.accum ~= "auto" and (math.type(opts.accum) ~= "integer" or opts.accum < 1) then
-    error(("--accum must be a positive integer or auto, got %s"):format(tostring(opts.accum)), 0)
+    usage_error(("--accum must be a positive integer or auto, got %s"):format(tostring(opts.accum)))
   end
   -- float16's range needs loss scaling; bfloat16 has float32's.
   local scaler = opts.amp == "fp16" and require("lt.amp").GradScaler() or nil
   local first_epoch = 1
   if opts.resume then
-    if opts.checkpoint == "" then error("--resume needs --checkpoint FILE", 0) end
+    if opts.checkpoint == "" then usage_error("--resume needs --checkpoint FILE") end
     first_epoch = training.load_checkpoint(opts.checkpoint,
       {model = model, optimizer = optimizer, scheduler = opts.scheduler, scaler = scaler}) + 1
     print(("resumed from %s after epoch %d"):format(opts.checkpoint, first_epoch - 1))

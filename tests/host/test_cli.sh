@@ -203,6 +203,10 @@ run "$LT" scripts/train_fashion_mlp.lua --bogus
 check "a recipe's unknown option prints the usage without a traceback" \
   '[[ $status == 1 && $err == *"unknown option '"'"'--bogus'"'"'"* && $err == *"usage: lt"* && $err != *"stack traceback"* && $err != *"(default: )"* ]]'
 
+run "$LT" scripts/train_fashion_mlp.lua --resume
+check "a recipe's inconsistent options are one message, exit 1, no traceback" \
+  '[[ $status == 1 && $err == *"--resume needs --checkpoint FILE"* && $err != *"stack traceback"* ]]'
+
 # ---- the whole chain: host, bindings, engine ----
 run "$LT" -e 'print(lt.ones(2, 3):sum():item())'
 if [[ $status == 0 && $out == 6.0 ]]; then
