@@ -104,6 +104,8 @@ int ltb_push_grad(lua_State *L, int idx, lt_tensor *t) {
 void ltb_set_grad(lua_State *L, int idx, lt_tensor *t, lt_tensor *g, int value_idx) {
   idx = lua_absindex(L, idx);
   value_idx = lua_absindex(L, value_idx);
+  lt_status noted = lt_grad_journal_note(t);
+  if (noted != LT_OK) ltb_raise(L, noted);
   ltb_grad_sweep sw;
   ltb_sweep_begin(&sw);
   ltb_take_grad_handle(L, idx);
@@ -136,6 +138,11 @@ static int zero_grads(lua_State *L) {
     lt_tensor *p = ((ltb_handle *)lua_touserdata(L, -1))->tensor;
     if (p->grad != NULL) {
       if (set_to_none) {
+        lt_status noted = lt_grad_journal_note(p);
+        if (noted != LT_OK) {
+          ltb_sweep_finish(L, &sw);
+          return ltb_raise(L, noted);
+        }
         ltb_take_grad_handle(L, -1);
         lt_tensor *old = p->grad;
         p->grad = NULL;
@@ -177,6 +184,8 @@ static int set_grad_uncached(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "_set_grad");
   lt_tensor *g = lua_isnil(L, 2) ? NULL : ltb_check_tensor(L, 2, "_set_grad");
   if (g) ltb_check_grad_matches(L, t, g);
+  lt_status noted = lt_grad_journal_note(t);
+  if (noted != LT_OK) ltb_raise(L, noted);
   ltb_grad_sweep sw;
   ltb_sweep_begin(&sw);
   ltb_take_grad_handle(L, 1);

@@ -514,6 +514,12 @@ static int memory_stats(lua_State *L) {
     lua_setfield(L, -2, lt_category_name((lt_category)c));
   }
   lua_setfield(L, -2, "by_category");
+  lua_createtable(L, 0, LT_NCATEGORIES);
+  for (int c = 0; c < LT_NCATEGORIES; c++) {
+    lua_pushinteger(L, (lua_Integer)s.peak_category_bytes[c]);
+    lua_setfield(L, -2, lt_category_name((lt_category)c));
+  }
+  lua_setfield(L, -2, "peak_by_category");
   set_int(L, "num_alloc_retries", s.num_alloc_retries);
   set_int(L, "num_ooms", s.num_ooms);
   set_int(L, "num_collections", s.num_collections);
@@ -637,8 +643,45 @@ static int memory_peak_collect(lua_State *L) {
   return 0;
 }
 
+/* lt.memory._estimate_begin(), _estimate_end(), _estimating(),
+ * _estimate_touched(dev): the engine's side of lt.memory.estimate
+ * (lua/lt/memory_estimate.lua). The end puts back every gradient the
+ * estimate changed, then the real allocators. */
+/* The collector's pacing when the estimate began: the estimate runs from it
+ * as the real step will, and the real step starts from it again. */
+static pressure pressures_before_estimate[NSLOTS];
+
+static int memory_estimate_begin(lua_State *L) {
+  lt_status st = lt_alloc_estimate_begin();
+  if (st != LT_OK) return ltb_raise(L, st);
+  memcpy(pressures_before_estimate, pressures, sizeof pressures);
+  return 0;
+}
+
+static int memory_estimate_end(lua_State *L) {
+  (void)L;
+  lt_grad_journal_restore();
+  lt_alloc_estimate_end();
+  memcpy(pressures, pressures_before_estimate, sizeof pressures);
+  return 0;
+}
+
+static int memory_estimating(lua_State *L) {
+  lua_pushboolean(L, lt_estimating());
+  return 1;
+}
+
+static int memory_estimate_touched(lua_State *L) {
+  lua_pushboolean(L, lt_alloc_estimate_touched(ltb_opt_device(L, 1, "estimate")));
+  return 1;
+}
+
 static const luaL_Reg memory_functions[] = {
     {"_peak_collect", memory_peak_collect},
+    {"_estimate_begin", memory_estimate_begin},
+    {"_estimate_end", memory_estimate_end},
+    {"_estimating", memory_estimating},
+    {"_estimate_touched", memory_estimate_touched},
     {"allocated", memory_allocated},
     {"max_allocated", memory_max_allocated},
     {"reserved", memory_reserved},

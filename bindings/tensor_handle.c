@@ -51,17 +51,33 @@ static int freed_error(lua_State *L, int idx, const char *op) {
   return ltb_error(L, "%s: attempt to use a freed tensor (argument #%d)", op, method ? idx - 1 : idx);
 }
 
+/* A tensor made inside lt.memory.estimate holds no data: once the estimate
+ * is over no op may use it. */
+static void check_not_estimated(lua_State *L, const lt_tensor *t, const char *op) {
+  if (!t->storage->meta || lt_estimating()) return;
+  if (op == NULL) {
+    bool method;
+    op = called_as(L, &method);
+  }
+  ltb_error(L, "%s: this tensor was made inside lt.memory.estimate and holds no data (an "
+               "estimate allocates nothing); use tensors made outside it", op ? op : "?");
+}
+
 lt_tensor *ltb_test_tensor(lua_State *L, int idx) {
   ltb_handle *h = ltb_test_handle(L, idx);
   if (h == NULL) return NULL;
   if (h->tensor == NULL) freed_error(L, idx, NULL);
+  check_not_estimated(L, h->tensor, NULL);
   return h->tensor;
 }
 
 lt_tensor *ltb_check_tensor(lua_State *L, int idx, const char *op) {
   ltb_handle *h = ltb_test_handle(L, idx);
   if (h != NULL && h->tensor == NULL) freed_error(L, idx, op);
-  if (h != NULL) return h->tensor;
+  if (h != NULL) {
+    check_not_estimated(L, h->tensor, op);
+    return h->tensor;
+  }
   bool method;
   const char *name = called_as(L, &method);
   /* t.backward() with a dot passes no self: say how to call a method. */
@@ -78,6 +94,7 @@ lt_tensor *ltb_list_tensor(lua_State *L, const char *op, lua_Integer i) {
   if (h == NULL)
     ltb_error(L, "%s: element %I of the list is a %s, expected a tensor", op, i, luaL_typename(L, -1));
   if (h->tensor == NULL) ltb_error(L, "%s: attempt to use a freed tensor (element %I of the list)", op, i);
+  check_not_estimated(L, h->tensor, op);
   return h->tensor;
 }
 

@@ -380,6 +380,9 @@ static void push_nested(lua_State *L, const lt_tensor *t, const char *p, int d, 
 /* Nested tables of the values; a 0-dim tensor gives its number. */
 static int tensor_totable(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "totable");
+  if (t->storage->meta || lt_estimating())
+    return ltb_error(L, "totable: no values inside lt.memory.estimate (its tensors are shapes "
+                        "without data)");
   if (t->storage->device.type != LT_DEVICE_CPU) {
     /* Read from a CPU copy owned by a handle, so that an error cannot leak it. */
     ltb_handle *h = ltb_new_handle(L);

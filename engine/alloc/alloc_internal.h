@@ -28,6 +28,9 @@
 /* Requests above this cannot be rounded without overflow: they fail at once. */
 #define LT_MAX_REQUEST (SIZE_MAX / 4)
 
+/* Device types the allocator has slots for (CPU, CUDA). */
+#define LT_ALLOC_NDEVICE_TYPES 2
+
 typedef struct lt_segment lt_segment;
 typedef struct lt_device_allocator lt_device_allocator;
 
@@ -59,6 +62,9 @@ struct lt_block {
   int nuses, uses_cap, nevents;
   bool pending;
   lt_block *pending_next;
+  /* estimate.c: while an estimate runs, an allocated block's copy in its
+   * allocator's shadow (freed there when this one is freed). */
+  lt_block *twin;
 };
 
 struct lt_segment {
@@ -90,6 +96,11 @@ struct lt_device_allocator {
   lt_block *pending;       /* freed blocks waiting for other streams (streams.c) */
   lt_memory_stats stats;   /* stats.limit is the limit */
   size_t collect_mark;     /* the peak hook runs above it (0: never) */
+  /* estimate.c: set on a shadow only: the reservations its segments come
+   * from, the allocator it shadows, and its link among kept shadows. */
+  const lt_raw_allocator *estimate_raw;
+  lt_device_allocator *real;
+  lt_device_allocator *kept_next;
 };
 
 /* block_tree.c */
@@ -125,6 +136,20 @@ bool lt_alloc_has_backend(lt_device dev);
 /* Waits for every pending block, then releases every entirely free segment;
  * the caller holds the lock. */
 size_t lt_release_free_segments_locked(lt_device_allocator *da);
+
+/* estimate.c. The allocator that serves real's device now: its shadow while
+ * an estimate runs (made on first use), else real itself. */
+lt_device_allocator *lt_estimate_shadow_of(lt_device_allocator *real);
+/* caching.c, for estimate.c. Copies real's segments and blocks into shadow
+ * over address space from raw: the same sizes and offsets, free blocks in
+ * the shadow's pools, each allocated block's copy allocated and recorded as
+ * its twin. Both locks held; false when the host ran out of memory (shadow
+ * then holds what was copied). */
+bool lt_clone_cache_locked(lt_device_allocator *real, lt_device_allocator *shadow,
+                           const lt_raw_allocator *raw);
+/* Frees, in their shadow, the twins of real's blocks and forgets them. */
+void lt_drop_twins(lt_device_allocator *real);
+static inline bool lt_is_shadow(const lt_device_allocator *da) { return da->real != NULL; }
 
 /* stats.c: an update of one statistic, as PyTorch's update_stat. */
 void lt_stat_update(lt_stat *stat, int64_t delta);

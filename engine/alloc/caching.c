@@ -13,7 +13,7 @@
 #include "alloc/backend.h"
 #include "alloc/poison.h"
 
-#define NDEVICE_TYPES 2
+#define NDEVICE_TYPES LT_ALLOC_NDEVICE_TYPES
 
 /* ---- raw allocators per device type (and the pinned host pool) ---- */
 
@@ -114,7 +114,7 @@ lt_device_allocator *lt_device_allocator_of(lt_device dev) {
     return NULL;
   if (dev.type == LT_DEVICE_CPU && dev.index > 1) return NULL; /* 1: the pinned pool */
   pthread_once(&devices_once, init_devices);
-  return &devices[dev.type][dev.index];
+  return lt_estimate_shadow_of(&devices[dev.type][dev.index]);
 }
 
 /* ---- block structs, recycled per device so that splitting does not call malloc ---- */
@@ -178,7 +178,10 @@ static lt_block *new_segment(lt_device_allocator *da, size_t seg_size, int pool,
   if (seg_size > room_below_limit(da)) return NULL;
 
   lt_raw_allocator raw;
-  if (!get_backend(da->dev, &raw)) return NULL;
+  if (da->estimate_raw)
+    raw = *da->estimate_raw;
+  else if (!get_backend(da->dev, &raw))
+    return NULL;
   lt_segment *seg = malloc(sizeof *seg);
   lt_block *b = new_block_struct(da);
   void *mem = (seg && b) ? raw.alloc(raw.ctx, da->dev.index, seg_size) : NULL;
@@ -199,7 +202,7 @@ static lt_block *new_segment(lt_device_allocator *da, size_t seg_size, int pool,
   da->stats.num_device_allocs++;
   lt_stat_update_pool(da->stats.segment, pool, 1);
   lt_stat_update_pool(da->stats.reserved_bytes, pool, (int64_t)seg_size);
-  if (lt_history_is_on()) lt_history_segment(seg, true);
+  if (lt_history_is_on() && !lt_is_shadow(da)) lt_history_segment(seg, true);
   return b;
 }
 
@@ -213,7 +216,7 @@ static void release_segment(lt_device_allocator *da, lt_segment *seg) {
     da->segments = seg->next;
   if (seg->next) seg->next->prev = seg->prev;
 
-  if (lt_history_is_on()) lt_history_segment(seg, false);
+  if (lt_history_is_on() && !lt_is_shadow(da)) lt_history_segment(seg, false);
   lt_unpoison(seg, seg->base, seg->size); /* the system's again, for whoever gets it next */
   seg->raw.free(seg->raw.ctx, seg->owner->dev.index, seg->base, seg->size);
   da->stats.num_device_frees++;
@@ -285,6 +288,8 @@ static void take_block(lt_device_allocator *da, lt_block *b, size_t rounded, siz
   lt_stat_update_pool(s->active_bytes, pool, (int64_t)b->size);
   lt_stat_update_pool(s->requested_bytes, pool, (int64_t)nbytes);
   lt_stat_update(&s->category_bytes[cat], (int64_t)b->size);
+  if (s->allocated_bytes[LT_POOL_ALL].current == s->allocated_bytes[LT_POOL_ALL].peak)
+    for (int c = 0; c < LT_NCATEGORIES; c++) s->peak_category_bytes[c] = (size_t)s->category_bytes[c].current;
 }
 
 lt_block *lt_try_alloc_locked(lt_device_allocator *da, size_t nbytes, lt_category cat,
@@ -367,7 +372,7 @@ lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr, lt
   lt_alloc_before(da, nbytes);
   lt_block *b = lt_try_alloc(da, nbytes, cat, stream);
   if (!b) LT_TRY(lt_alloc_slow_path(da, nbytes, cat, stream, &b));
-  if (lt_history_is_on()) lt_history_alloc(b, dev);
+  if (lt_history_is_on() && !lt_is_shadow(da)) lt_history_alloc(b, dev);
   *ptr = b->ptr;
   *block = b;
   return LT_OK;
@@ -437,15 +442,80 @@ size_t lt_free(lt_block *block) {
     return 0;
   }
   /* Logged before the block merges away; the caller owns it until then. */
-  if (lt_history_is_on() && block->allocated) lt_history_free(block);
   lt_device_allocator *da = block->segment->owner;
+  if (lt_history_is_on() && block->allocated && !lt_is_shadow(da)) lt_history_free(block);
   pthread_mutex_lock(&da->lock);
+  lt_block *twin = block->twin; /* an estimate's copy goes with it */
+  block->twin = NULL;
   size_t size = free_block_locked(da, block);
   pthread_mutex_unlock(&da->lock);
+  if (twin) lt_free(twin);
   return size;
 }
 
 size_t lt_block_size(const lt_block *block) { return block ? block->size : 0; }
+
+/* ---- an estimate's shadow (estimate.c) ---- */
+
+/* The copy of real segment seg in shadow s over base; false when a block
+ * struct could not be made (the copy then ends at the blocks made). */
+static bool clone_segment(lt_device_allocator *s, const lt_segment *seg, lt_segment *copy,
+                          char *base) {
+  lt_block *prev = NULL;
+  for (lt_block *b = seg->head; b; b = b->next) {
+    lt_block *t = new_block_struct(s);
+    if (!t) return false;
+    t->ptr = base + (b->ptr - seg->base);
+    t->size = b->size;
+    t->segment = copy;
+    t->prev = prev;
+    if (prev)
+      prev->next = t;
+    else
+      copy->head = t;
+    t->category = b->category;
+    if (b->allocated || b->pending) {
+      t->allocated = true;
+      t->requested = b->requested;
+      t->live_next = s->live;
+      if (s->live) s->live->live_prev = t;
+      s->live = t;
+      b->twin = t;
+    } else {
+      lt_block_tree_insert(&s->pools[seg->pool], t);
+    }
+    prev = t;
+  }
+  return true;
+}
+
+bool lt_clone_cache_locked(lt_device_allocator *real, lt_device_allocator *s,
+                           const lt_raw_allocator *raw) {
+  for (const lt_segment *seg = real->segments; seg; seg = seg->next) {
+    lt_segment *copy = malloc(sizeof *copy);
+    char *base = copy ? raw->alloc(raw->ctx, real->dev.index, seg->size) : NULL;
+    if (!base) {
+      free(copy);
+      return false;
+    }
+    *copy = (lt_segment){.base = base, .size = seg->size, .pool = seg->pool,
+                         .stream = seg->stream, .owner = s, .next = s->segments, .raw = *raw};
+    if (s->segments) s->segments->prev = copy;
+    s->segments = copy;
+    if (!clone_segment(s, seg, copy, base)) return false;
+  }
+  return true;
+}
+
+void lt_drop_twins(lt_device_allocator *real) {
+  pthread_mutex_lock(&real->lock);
+  for (const lt_segment *seg = real->segments; seg; seg = seg->next)
+    for (lt_block *b = seg->head; b; b = b->next) {
+      if (b->twin) lt_free(b->twin); /* the shadow's lock, not real's */
+      b->twin = NULL;
+    }
+  pthread_mutex_unlock(&real->lock);
+}
 
 /* ---- cache control and limits ---- */
 

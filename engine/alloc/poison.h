@@ -31,7 +31,7 @@
 
 static inline void lt_poison(const lt_segment *seg, const void *p, size_t n) {
 #ifdef LT_ALLOC_POISONS
-  if (n && seg->owner->dev.type == LT_DEVICE_CPU) ASAN_POISON_MEMORY_REGION(p, n);
+  if (n && seg->owner->dev.type == LT_DEVICE_CPU && !seg->owner->real) ASAN_POISON_MEMORY_REGION(p, n);
 #else
   (void)seg, (void)p, (void)n;
 #endif
@@ -39,7 +39,7 @@ static inline void lt_poison(const lt_segment *seg, const void *p, size_t n) {
 
 static inline void lt_unpoison(const lt_segment *seg, const void *p, size_t n) {
 #ifdef LT_ALLOC_POISONS
-  if (n && seg->owner->dev.type == LT_DEVICE_CPU) ASAN_UNPOISON_MEMORY_REGION(p, n);
+  if (n && seg->owner->dev.type == LT_DEVICE_CPU && !seg->owner->real) ASAN_UNPOISON_MEMORY_REGION(p, n);
 #else
   (void)seg, (void)p, (void)n;
 #endif

@@ -59,6 +59,7 @@ void lt_memory_reset_peak(lt_device dev) {
   reset_peaks(s->inactive_split_bytes, LT_NPOOLS);
   reset_peaks(s->requested_bytes, LT_NPOOLS);
   reset_peaks(s->category_bytes, LT_NCATEGORIES);
+  for (int c = 0; c < LT_NCATEGORIES; c++) s->peak_category_bytes[c] = (size_t)s->category_bytes[c].current;
   pthread_mutex_unlock(&da->lock);
 }
 
@@ -90,9 +91,11 @@ void lt_block_set_category(lt_block *block, lt_category cat) {
   if (block->allocated && previous != cat) {
     lt_stat_update(&da->stats.category_bytes[previous], -(int64_t)block->size);
     lt_stat_update(&da->stats.category_bytes[cat], (int64_t)block->size);
-    if (lt_history_is_on()) lt_history_category(block, previous);
+    if (lt_history_is_on() && !lt_is_shadow(da)) lt_history_category(block, previous);
   }
+  lt_block *twin = block->twin; /* an estimate's copy moves with it */
   pthread_mutex_unlock(&da->lock);
+  if (twin) lt_block_set_category(twin, cat);
 }
 
 lt_category lt_block_category(const lt_block *block) {

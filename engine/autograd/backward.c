@@ -108,6 +108,11 @@ static lt_status accumulate_into_leaf(lt_tensor *leaf, lt_tensor *g) {
   }
   lt_status st = LT_OK;
   if (!leaf->grad) {
+    st = lt_grad_journal_note(leaf);
+    if (st != LT_OK) {
+      lt_tensor_release(g);
+      return st;
+    }
     lt_tensor *owned = g;
     bool whole = g->offset == 0 && g->storage->nbytes == lt_nbytes(g);
     if (!(exclusively_owned(g) && whole && !g->is_view)) {
@@ -127,7 +132,8 @@ static lt_status accumulate_into_leaf(lt_tensor *leaf, lt_tensor *g) {
     return st;
   }
   lt_tensor *sum = NULL;
-  st = lt_binary(LT_OP_ADD, leaf->grad, g, &sum);
+  st = lt_grad_journal_note(leaf);
+  if (st == LT_OK) st = lt_binary(LT_OP_ADD, leaf->grad, g, &sum);
   lt_tensor_release(g);
   if (st != LT_OK) return st;
   lt_block_set_category(sum->storage->block, LT_CAT_GRADIENT);

@@ -6,6 +6,7 @@
  * Then the nested brackets are written with PyTorch's indentation, line
  * wrapping at 80 columns and "..." summaries beyond 1000 elements. Only the
  * suffixes differ from PyTorch: lt writes dtype=float16, not torch.float16. */
+#include "lt/alloc.h"
 #include "lt/print.h"
 
 #include <math.h>
@@ -290,10 +291,12 @@ static void write_tensor(strbuf *sb, const lt_tensor *t, const lt_tensor *shown)
     add_suffix(&s, "device='%s'", lt_device_name(t->storage->device, name));
   }
   int64_t n = lt_numel(t);
+  /* While estimating (and for what an estimate made) there are no values. */
+  const bool no_data = n > 0 && (t->storage->meta || lt_estimating());
   sb_puts(sb, prefix);
-  if (n == 0) {
+  if (n == 0 || no_data) {
     /* No elements to show the type by, so anything but float32 is named. */
-    if (t->ndim != 1) {
+    if (t->ndim != 1 || no_data) {
       char shape[200] = "(";
       for (int d = 0; d < t->ndim; d++) {
         size_t len = strlen(shape);
@@ -304,7 +307,7 @@ static void write_tensor(strbuf *sb, const lt_tensor *t, const lt_tensor *shown)
       add_suffix(&s, "size=%s", shape);
     }
     if (t->dtype != LT_FLOAT32) add_suffix(&s, "dtype=%s", lt_dtype_name(t->dtype));
-    sb_puts(sb, "[]");
+    sb_puts(sb, no_data ? "[no data: lt.memory.estimate]" : "[]");
   } else {
     if (t->dtype != LT_FLOAT32 && t->dtype != LT_INT64 && t->dtype != LT_BOOL)
       add_suffix(&s, "dtype=%s", lt_dtype_name(t->dtype));

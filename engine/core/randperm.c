@@ -48,6 +48,10 @@ lt_status lt_randperm(int64_t n, int64_t base, lt_rng_state *gen, lt_tensor **ou
                     (long long)base, (long long)n);
   lt_tensor *t = NULL;
   LT_TRY(lt_empty_named("randperm", &n, 1, LT_INT64, lt_cpu(), &t));
+  if (lt_estimating()) { /* a shape, no data */
+    *out = t;
+    return LT_OK;
+  }
   int64_t *perm = lt_data(t);
   for (int64_t i = 0; i < n; i++) perm[i] = i;
   lt_rng_state global = lt_rng_get_state();

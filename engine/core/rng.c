@@ -250,7 +250,7 @@ static lt_status fill_cpu(lt_tensor *t, fill_job *job) {
   job->key[1] = (uint32_t)(rng_state.seed >> 32);
   job->first_block = rng_state.offset;
   rng_state.offset += ((uint64_t)n + (uint64_t)job->per_block - 1) / (uint64_t)job->per_block;
-  lt_parallel_for(n, FILL_GRAIN, fill_range, job);
+  if (!lt_estimating()) lt_parallel_for(n, FILL_GRAIN, fill_range, job); /* no data to fill */
   t->storage->version++;
   return LT_OK;
 }

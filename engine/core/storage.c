@@ -19,6 +19,7 @@ lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_stora
   s->pinned = lt_device_eq(dev, pinned);
   s->refcount = 1;
   s->nbytes = nbytes;
+  s->meta = lt_estimating();
   s->device = s->pinned ? lt_cpu() : dev; /* pinned tensors are CPU tensors */
   *out = s;
   return LT_OK;

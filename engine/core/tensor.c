@@ -118,14 +118,9 @@ lt_status lt_empty_like(const lt_tensor *t, lt_tensor **out) {
   return lt_empty(t->shape, t->ndim, t->dtype, t->storage->device, out);
 }
 
-lt_status lt_from_buffer(const void *data, lt_dtype src_dt, const int64_t *shape, int ndim,
-                         lt_dtype dt, lt_device dev, lt_tensor **out) {
-  lt_tensor *t;
-  LT_TRY(lt_empty(shape, ndim, dt, lt_cpu(), &t));
-  int64_t n = lt_numel(t);
+/* n elements of src_dt at src into dst as dt. */
+static void convert_into(char *dst, lt_dtype dt, const char *src, lt_dtype src_dt, int64_t n) {
   size_t src_size = lt_dtype_size(src_dt), dst_size = lt_dtype_size(dt);
-  const char *src = data;
-  char *dst = lt_data(t);
   if (src_dt == dt) {
     if (n > 0) memcpy(dst, src, (size_t)n * src_size);
   } else if (!lt_dtype_is_floating(src_dt) && !lt_dtype_is_floating(dt)) {
@@ -135,6 +130,14 @@ lt_status lt_from_buffer(const void *data, lt_dtype src_dt, const int64_t *shape
     for (int64_t i = 0; i < n; i++)
       lt_store_double(dst + i * dst_size, dt, lt_load_double(src + i * src_size, src_dt));
   }
+}
+
+lt_status lt_from_buffer(const void *data, lt_dtype src_dt, const int64_t *shape, int ndim,
+                         lt_dtype dt, lt_device dev, lt_tensor **out) {
+  lt_tensor *t;
+  LT_TRY(lt_empty(shape, ndim, dt, lt_cpu(), &t));
+  /* While estimating a tensor is a shape without data. */
+  if (!lt_estimating()) convert_into(lt_data(t), dt, data, src_dt, lt_numel(t));
   if (dev.type == LT_DEVICE_CPU) {
     *out = t;
     return LT_OK;

@@ -323,6 +323,10 @@ lt_status cpu_nn_conv2d(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
   plan(&j, true, budget, shared, j.n * j.l);
   lt_block *block;
   LT_TRY(take_workspace(&j, x->storage->device, shared, &block));
+  if (lt_estimating()) { /* the workspace was all an estimate needs */
+    if (block) lt_free(block);
+    return LT_OK;
+  }
   if (shared) {
     float *w32 = (float *)(void *)j.ws;
     cpu_nn_widen(w32, j.w, j.dt, j.o, j.ck, j.ck);
@@ -549,12 +553,14 @@ lt_status cpu_nn_conv2d_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
   conv_job j;
   conv_job_init(&j, x, w, o, go->shape[2], go->shape[3]);
   const lt_device dev = x->storage->device;
-  if (gb) {
+  const bool dry = lt_estimating(); /* plan and take the workspace only */
+  if (gb && !dry) {
     bias_job bj = {lt_data(go), lt_data(gb), j.n, j.o, j.l, j.dt};
     lt_parallel_for(j.o, NN_GRAIN / (j.n * j.l + 1) + 1, bias_range, &bj);
   }
   if (!gx && !gw) return LT_OK;
   if (j.n == 0 || j.o == 0 || j.l == 0 || j.ck == 0) { /* nothing flows back */
+    if (dry) return LT_OK;
     if (gx) memset(lt_data(gx), 0, (size_t)lt_numel(gx) * j.es);
     if (gw) memset(lt_data(gw), 0, (size_t)lt_numel(gw) * j.es);
     return LT_OK;
@@ -578,6 +584,10 @@ lt_status cpu_nn_conv2d_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
   plan(&j, false, budget, shared, j.blocks);
   lt_block *block;
   LT_TRY(take_workspace(&j, dev, shared, &block));
+  if (dry) {
+    if (block) lt_free(block);
+    return LT_OK;
+  }
   if (wide_w) {
     float *w32 = (float *)(void *)j.ws;
     cpu_nn_widen(w32, j.w, j.dt, j.o, j.ck, j.ck);

@@ -9,6 +9,7 @@
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "cpu/cpu_nn_lowp.h"
+#include "lt/alloc.h"
 #include "lt/threads.h"
 
 lt_status cpu_nn_linear(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
@@ -21,6 +22,7 @@ lt_status cpu_nn_linear(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
   if (nn_is_lowp(x->dtype))
     return cpu_nn_gemm_lowp(x->dtype, x->storage->device, false, true, m, o, k, lt_data(x), ldk,
                             lt_data(w), ldk, b ? lt_data(b) : NULL, od, ldo);
+  if (lt_estimating()) return LT_OK; /* no scratch: nothing to plan */
   if (b) {
     const void *bd = lt_data(b);
     for (int64_t i = 0; i < m; i++) memcpy(od + (size_t)(i * o) * es, bd, (size_t)o * es);
@@ -83,9 +85,10 @@ lt_status cpu_nn_linear_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
     if (gw)
       LT_TRY(cpu_nn_gemm_lowp(dt, dev, true, false, o, k, m, lt_data(go), ldo, lt_data(x), ldk,
                               NULL, lt_data(gw), ldk));
-    if (gb) cpu_nn_column_sums(lt_data(gb), lt_data(go), m, o, dt);
+    if (gb && !lt_estimating()) cpu_nn_column_sums(lt_data(gb), lt_data(go), m, o, dt);
     return LT_OK;
   }
+  if (lt_estimating()) return LT_OK;
   if (gx) /* [m, k] = go [m, o] W [o, k] */
     LT_TRY(cpu_nn_gemm(f64, false, false, m, k, o, 1.0, lt_data(go), ldo, lt_data(w), ldk, 0.0,
                        lt_data(gx), ldk));

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "lt/alloc.h"
 #include "lt/io.h"
 
 /* Deflate cannot compress better than about 1032:1, so a gzip file of c
@@ -115,6 +116,9 @@ static lt_status check_end(gzFile f, const char *path, uint64_t count) {
 
 lt_status lt_idx_read(const char *path, lt_tensor **out) {
   *out = NULL;
+  if (lt_estimating())
+    return lt_error(LT_ERR_ARG, "idx: cannot read %s inside lt.memory.estimate (its tensors hold "
+                    "no data); read it before the estimate", path);
   struct stat sb;
   if (stat(path, &sb) != 0)
     return lt_error(LT_ERR_IO, "idx: cannot open %s: %s", path, strerror(errno));

@@ -12,6 +12,7 @@
 
 #include "io/atomic_file.h"
 #include "io/safetensors_header.h"
+#include "lt/alloc.h"
 #include "lt/io.h"
 #include "lt/ops.h"
 
@@ -211,6 +212,9 @@ static lt_status load_from(int fd, const char *path, lt_safetensors *out) {
 
 lt_status lt_safetensors_load(const char *path, lt_safetensors *out) {
   memset(out, 0, sizeof *out);
+  if (lt_estimating())
+    return lt_error(LT_ERR_ARG, "safetensors: cannot load %s inside lt.memory.estimate (its "
+                    "tensors hold no data); load it before the estimate", path);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error("cannot open", path);
   lt_status st = load_from(fd, path, out);
@@ -348,6 +352,9 @@ lt_status lt_safetensors_save(const char *path, const char *const *names,
                               int nmeta) {
   if (!path || count < 0 || nmeta < 0)
     return lt_error(LT_ERR_ARG, "safetensors: save: bad arguments");
+  if (lt_estimating())
+    return lt_error(LT_ERR_ARG, "safetensors: cannot save %s inside lt.memory.estimate (its "
+                    "tensors hold no data)", path);
   LT_TRY(check_inputs(path, names, tensors, count, meta_keys, meta_values, nmeta));
   int *order = malloc(((size_t)count + 1) * sizeof *order);
   int *meta_order = malloc(((size_t)nmeta + 1) * sizeof *meta_order);

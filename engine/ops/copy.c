@@ -74,7 +74,7 @@ static lt_status copy_backend(const char *name, const lt_tensor *dst, const lt_t
  * that labels moved with :to are range-checked without reading them back. */
 static void note_copied_range(const lt_tensor *r, const lt_tensor *t) {
   if (t->storage->device.type == LT_DEVICE_CPU && r->storage->device.type != LT_DEVICE_CPU &&
-      lt_is_contiguous(t))
+      lt_is_contiguous(t) && !lt_estimating())
     lt_known_range_scan(r, lt_data(t), lt_numel(t));
   else
     lt_known_range_inherit(r, t);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lt/alloc.h"
+#include "ops/estimate_backend.h"
 #include "core/optim_backend.h"
 #include "ops/ops_internal.h"
 
@@ -18,7 +20,10 @@ void lt_optim_backend_register(lt_device_type type, const lt_optim_backend *back
 
 const lt_optim_backend *lt_optim_backend_for(lt_device dev) {
   if ((unsigned)dev.type >= sizeof registered / sizeof registered[0]) return NULL;
-  return registered[(unsigned)dev.type];
+  const lt_optim_backend *real = registered[(unsigned)dev.type];
+  /* While estimating no kernel runs: results are allocated, not computed. */
+  if (real && lt_estimating()) return lt_estimate_optim_backend();
+  return real;
 }
 
 static lt_status optim_backend(const char *name, lt_device dev, const lt_optim_backend **out) {

@@ -15,6 +15,7 @@ local methods = require "lt.methods"
 local raise = require "lt.user_error"
 local by_device = require "lt.by_device"
 local not_applied = require "lt.not_applied"
+local estimate = require "lt.memory_estimate"
 
 local is_tensor = core.is_tensor
 
@@ -92,6 +93,8 @@ function GradScaler:_state(optimizer)
   if type(optimizer) ~= "table" or type(optimizer.param_groups) ~= "table" then
     raise("GradScaler: expected an optimizer, got " .. type(optimizer))
   end
+  estimate.keep(self) -- put back after lt.memory.estimate
+  estimate.keep(self._per_optimizer, 2)
   local s = self._per_optimizer[optimizer]
   if s == nil then
     -- found_inf: a boolean, or nil while unscale_'s flags (a float32 tensor
@@ -206,6 +209,8 @@ end
 -- growth_interval good steps in a row. new_scale (a number) sets it instead.
 function GradScaler:update(new_scale)
   if not self._enabled then return end
+  estimate.keep(self) -- put back after lt.memory.estimate
+  estimate.keep(self._per_optimizer, 2)
   if new_scale ~= nil then
     if type(new_scale) ~= "number" then raise("GradScaler:update: new_scale must be a number, got " .. type(new_scale)) end
     self._scale = float32(new_scale)

@@ -25,6 +25,7 @@ function lt.autocast(opts, ...)
 end
 
 lt.memory.summary = require("lt.memory_summary")(lt.memory)
+lt.memory.estimate = require("lt.memory_estimate").estimate
 -- Loaded on first use: most runs never write a report.
 function lt.memory.report(path, opts)
   return require("lt.memory_report")(lt.memory, core.version)(path, opts)

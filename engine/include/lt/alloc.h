@@ -159,6 +159,9 @@ typedef struct lt_memory_stats {
   lt_stat inactive_split_bytes[LT_NPOOLS];
   lt_stat requested_bytes[LT_NPOOLS];   /* unrounded bytes asked for */
   lt_stat category_bytes[LT_NCATEGORIES]; /* allocated bytes by category */
+  /* category_bytes' current values when allocated_bytes last reached its
+   * peak: what the peak was made of. */
+  size_t peak_category_bytes[LT_NCATEGORIES];
   int64_t num_alloc_retries;
   int64_t num_ooms;
   int64_t num_collections; /* times the oom hook ran */
@@ -184,6 +187,26 @@ int lt_memory_largest(lt_device dev, int n, size_t *sizes, const char **origins,
 /* Writes a byte count as out-of-memory messages show it ("512 B", "1.5 KiB",
  * "128.0 MiB", "2.0 GiB") into buf (at least 32 bytes); returns buf. */
 char *lt_format_bytes(size_t nbytes, char *buf);
+
+/* ---- estimation (engine/alloc/estimate.c) ----
+ *
+ * Between lt_alloc_estimate_begin and lt_alloc_estimate_end every device's
+ * allocator is a shadow: the same caching allocator over address space that
+ * no memory backs, starting from the real one's statistics (peaks reset to
+ * the current values, no limit). lt_alloc, lt_free and every statistic go on
+ * as in a real run (frees of real blocks count in the shadow too) while
+ * nothing is allocated; lt_memory_get_stats reads the shadow. Memory handed
+ * out meanwhile faults when touched: no kernel may run (lt_estimating; the
+ * ops layer routes to the estimate backend). Estimates do not nest. */
+lt_status lt_alloc_estimate_begin(void);
+void lt_alloc_estimate_end(void);
+bool lt_estimating(void);
+/* Whether the running estimate allocated, freed or read statistics on dev. */
+bool lt_alloc_estimate_touched(lt_device dev);
+/* A real block that the estimate counts as freed although it stays
+ * allocated: a gradient dropped during the estimate that is kept to be put
+ * back at its end (a real run would have given its bytes back). */
+void lt_alloc_estimate_count_free(const lt_block *b);
 
 /* ---- memory history (engine/alloc/history.c) ----
  *

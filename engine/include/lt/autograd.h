@@ -77,4 +77,10 @@ lt_status lt_autograd_custom(lt_tensor **outputs, int nout, lt_tensor *const *in
                              const char *name, lt_custom_backward_fn fn, void *ud,
                              void (*free_ud)(void *));
 
+/* While an estimate runs (lt.memory.estimate): called before any change of
+ * t->grad (the slot itself, not its values), so that lt_grad_journal_restore
+ * can put the gradient back at the estimate's end. Does nothing otherwise. */
+lt_status lt_grad_journal_note(lt_tensor *t);
+void lt_grad_journal_restore(void);
+
 #endif

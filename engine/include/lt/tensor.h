@@ -57,6 +57,9 @@ typedef struct lt_storage {
   bool range_known;
   lt_index_bounds range;
   uint64_t range_version;
+  /* Made while an estimate ran (lt_alloc_estimate_begin): its bytes are
+   * address space only, never to be read or written. */
+  bool meta;
 } lt_storage;
 
 struct lt_autograd_meta; /* engine/autograd: grad_fn, hooks (NULL if none) */

@@ -8,6 +8,7 @@
 -- sched:get_last_lr() gives the rates now in force, one per group.
 local raise = require "lt.user_error"
 local methods = require "lt.methods"
+local estimate = require "lt.memory_estimate"
 
 local Scheduler = {}
 Scheduler.__index = Scheduler
@@ -75,6 +76,8 @@ function Scheduler:apply()
 end
 
 function Scheduler:step()
+  estimate.keep(self) -- put back after lt.memory.estimate
+  estimate.keep(self.optimizer.param_groups, 2)
   local lrs = rates(self, self.last_epoch + 1)
   self.last_epoch = self.last_epoch + 1
   for i, group in ipairs(self.optimizer.param_groups) do group.lr = lrs[i] end

@@ -12,6 +12,7 @@ local raise = require "lt.user_error"
 local by_device = require "lt.by_device"
 local methods = require "lt.methods"
 local not_applied = require "lt.not_applied"
+local estimate = require "lt.memory_estimate"
 
 local set_category = core.memory.set_category
 local is_tensor = core.is_tensor
@@ -179,6 +180,7 @@ end
 function Optimizer:step(closure)
   local loss
   if closure then loss = closure() end
+  estimate.keep(self.state, 2) -- put back after lt.memory.estimate
   local made = {}
   local ok, err = pcall(step_groups, self, made)
   if not ok then
