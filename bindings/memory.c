@@ -671,6 +671,13 @@ static int memory_estimating(lua_State *L) {
   return 1;
 }
 
+static int memory_estimate_oom(lua_State *L) {
+  char msg[512];
+  if (!lt_alloc_estimate_oom(ltb_opt_device(L, 1, "estimate"), msg, sizeof msg)) return 0;
+  lua_pushstring(L, msg);
+  return 1;
+}
+
 static int memory_estimate_touched(lua_State *L) {
   lua_pushboolean(L, lt_alloc_estimate_touched(ltb_opt_device(L, 1, "estimate")));
   return 1;
@@ -682,6 +689,7 @@ static const luaL_Reg memory_functions[] = {
     {"_estimate_end", memory_estimate_end},
     {"_estimating", memory_estimating},
     {"_estimate_touched", memory_estimate_touched},
+    {"_estimate_oom", memory_estimate_oom},
     {"allocated", memory_allocated},
     {"max_allocated", memory_max_allocated},
     {"reserved", memory_reserved},

@@ -360,7 +360,10 @@ static int tensor_index(lua_State *L) {
     lua_pushvalue(L, 2);
     lua_Integer f = lua_rawget(L, lua_upvalueindex(2)) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
     if (f == 0) return 0; /* unknown names read as nil, as in a table */
-    return get_field(L, ltb_check_tensor(L, 1, "index"), (enum field)f);
+    /* Fields are metadata: readable on a tensor kept past an estimate. */
+    ltb_handle *h = ltb_test_handle(L, 1);
+    if (h->tensor == NULL) freed_error(L, 1, "index");
+    return get_field(L, h->tensor, (enum field)f);
   }
   if (kt == LUA_TNUMBER) return index_integer(L);
   return ltb_error(L, "index: a tensor index must be an integer, got %s", luaL_typename(L, 2));

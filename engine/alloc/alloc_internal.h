@@ -101,6 +101,7 @@ struct lt_device_allocator {
   const lt_raw_allocator *estimate_raw;
   lt_device_allocator *real;
   lt_device_allocator *kept_next;
+  char estimate_oom[512]; /* the out-of-memory a real run would have raised ("": none) */
 };
 
 /* block_tree.c */

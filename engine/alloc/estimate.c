@@ -1,20 +1,24 @@
 /* Estimation (lt.memory.estimate): while it is on, every device's allocator
  * is a shadow, the same caching allocator (rounding, pools, best fit, split
- * and merge, the peak hook's collect mark) over address space that no memory
- * backs. A shadow starts from its real allocator's statistics with the peaks
- * reset to the current values and no limit, so that what the ops allocate
- * and free during the estimate moves the shadow's figures exactly as the real
- * run would move the real ones, while nothing is allocated. Frees (and
- * category moves) of real blocks meanwhile count in the shadow too: a real
- * run would have given those bytes back as well.
+ * and merge, the limit, the peak hook's collect mark) over address space
+ * that no memory backs. A shadow starts as a copy of its real allocator: the
+ * same segments and blocks (each live real block has a twin there, freed
+ * when the real one is freed, moved when its category moves), the same
+ * statistics with the peaks reset to the current values. So what the ops
+ * allocate and free during the estimate lands on the blocks and moves the
+ * figures exactly as in the real run, while nothing is allocated. Where the
+ * real run would raise out of memory the shadow notes it and goes on
+ * without the limit (oom.c), so that the whole step's peak is still known.
  *
  * Segments are PROT_NONE reservations (MAP_NORESERVE: no memory, no swap), so
  * that a kernel that wrongly ran on them would fault instead of writing over
  * real memory; the ops layer runs no kernel while estimating (lt_estimating).
- * A shadow whose blocks are all free at the end is released; one that still
- * has live blocks (a tensor made inside the estimate and kept) stays, serving
- * only the frees of its blocks, and is released by a later end once empty. */
+ * A shadow whose own blocks are all free at the end is released; one that
+ * still has live blocks (a tensor made inside the estimate and kept) stays,
+ * serving only the frees of its blocks, and a later estimate releases it
+ * once empty. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -79,7 +83,6 @@ static lt_device_allocator *new_shadow(lt_device_allocator *real) {
     release_if_empty(s);
     return NULL;
   }
-  s->stats.limit = 0;
   s->stats.num_device_allocs = s->stats.num_device_frees = 0;
   lt_memory_stats *st = &s->stats;
   lt_stat *all[] = {st->allocation, st->segment, st->active, st->inactive_split,
@@ -154,6 +157,22 @@ void lt_alloc_estimate_end(void) {
       }
     }
   pthread_mutex_unlock(&estimate_lock);
+}
+
+bool lt_alloc_estimate_oom(lt_device dev, char *buf, size_t cap) {
+  buf[0] = '\0';
+  if (dev.type < 0 || dev.type >= LT_ALLOC_NDEVICE_TYPES || dev.index < 0 ||
+      dev.index >= LT_MAX_DEVICES)
+    return false;
+  pthread_mutex_lock(&estimate_lock);
+  lt_device_allocator *s = shadows[dev.type][dev.index];
+  if (s) {
+    pthread_mutex_lock(&s->lock);
+    snprintf(buf, cap, "%s", s->estimate_oom);
+    pthread_mutex_unlock(&s->lock);
+  }
+  pthread_mutex_unlock(&estimate_lock);
+  return buf[0] != '\0';
 }
 
 bool lt_alloc_estimate_touched(lt_device dev) {

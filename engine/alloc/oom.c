@@ -146,6 +146,23 @@ static lt_status oom_error(lt_device dev, size_t nbytes, const lt_memory_stats *
                   limit, fragments, verdict);
 }
 
+/* Where a real run would raise out of memory, an estimate notes the message
+ * (the first one: later failures only follow from it) and goes on without a
+ * limit, so that it still predicts the whole step's peak. */
+static lt_status estimate_past_oom(lt_device_allocator *da, size_t nbytes, lt_category cat,
+                                   lt_stream_id stream, const lt_memory_stats *snapshot,
+                                   lt_block **out) {
+  lt_status st = oom_error(da->dev, nbytes, snapshot);
+  pthread_mutex_lock(&da->lock);
+  if (da->estimate_oom[0] == '\0') snprintf(da->estimate_oom, sizeof da->estimate_oom, "%s", lt_last_error());
+  da->stats.limit = 0;
+  lt_block *b = lt_try_alloc_locked(da, nbytes, cat, stream);
+  pthread_mutex_unlock(&da->lock);
+  if (!b) return st; /* the address space ran out */
+  *out = b;
+  return LT_OK;
+}
+
 lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category cat,
                              lt_stream_id stream, lt_block **out) {
   lt_block *b = NULL;
@@ -191,6 +208,7 @@ lt_status lt_alloc_slow_path(lt_device_allocator *da, size_t nbytes, lt_category
   }
   pthread_mutex_unlock(&da->lock);
 
+  if (!b && lt_is_shadow(da)) return estimate_past_oom(da, nbytes, cat, stream, &snapshot, out);
   if (!b) return oom_error(da->dev, nbytes, &snapshot);
   *out = b;
   return LT_OK;

@@ -22,10 +22,13 @@
 --
 -- Returns a table: peak (predicted max_allocated, bytes), by_category
 -- (what the peak was made of), reserved (predicted max_reserved), baseline
--- (allocated when it started), limit and fits (peak <= limit, or true
--- without one), device (its name), and devices (the same for every device
--- the estimate touched, by name). The top-level figures are those of the
--- device whose peak rose most.
+-- (allocated when it started), limit (lt.memory.set_limit's, or nil), fits
+-- (false when the real run would raise out of memory: under the limit,
+-- rounding, caching and fragmentation included) and oom (then the message it
+-- would raise; the estimate goes on past it without the limit, so peak is
+-- still the whole step's), device (its name), and devices (the same for
+-- every device the estimate touched, by name). The top-level figures are
+-- those of the device whose peak rose most.
 local core = require "lt.core"
 local raise = require "lt.user_error"
 
@@ -78,6 +81,7 @@ local function figures(name, real)
   local s = core.memory.stats(name)
   local peak = s.allocated_bytes.all.peak
   local limit = real.limit ~= 0 and real.limit or nil
+  local oom = core.memory._estimate_oom(name)
   return {
     device = name,
     peak = peak,
@@ -85,7 +89,8 @@ local function figures(name, real)
     reserved = s.reserved_bytes.all.peak,
     baseline = real.allocated,
     limit = limit,
-    fits = limit == nil or peak <= limit,
+    fits = oom == nil,
+    oom = oom,
   }
 end
 
@@ -123,7 +128,7 @@ function M.estimate(fn, ...)
       end
     end
     best = best or { device = "cpu", peak = before.cpu.allocated, by_category = {}, reserved = 0,
-                     baseline = before.cpu.allocated, fits = true }
+                     baseline = before.cpu.allocated, fits = true } -- fn allocated nothing
     for k, v in pairs(best) do result[k] = v end
   end
   -- What fn dropped goes back to the shadow, so that it can be released.

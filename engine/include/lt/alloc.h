@@ -192,8 +192,8 @@ char *lt_format_bytes(size_t nbytes, char *buf);
  *
  * Between lt_alloc_estimate_begin and lt_alloc_estimate_end every device's
  * allocator is a shadow: the same caching allocator over address space that
- * no memory backs, starting from the real one's statistics (peaks reset to
- * the current values, no limit). lt_alloc, lt_free and every statistic go on
+ * no memory backs, starting from a copy of the real one (its segments and
+ * blocks, its statistics with the peaks reset, its limit). lt_alloc, lt_free and every statistic go on
  * as in a real run (frees of real blocks count in the shadow too) while
  * nothing is allocated; lt_memory_get_stats reads the shadow. Memory handed
  * out meanwhile faults when touched: no kernel may run (lt_estimating; the
@@ -203,6 +203,10 @@ void lt_alloc_estimate_end(void);
 bool lt_estimating(void);
 /* Whether the running estimate allocated, freed or read statistics on dev. */
 bool lt_alloc_estimate_touched(lt_device dev);
+/* Where a real run would have raised out of memory on dev, an estimate goes
+ * on without the limit; this gives the message it would have raised (the
+ * first), in buf. False (and "") when none. */
+bool lt_alloc_estimate_oom(lt_device dev, char *buf, size_t cap);
 /* A real block that the estimate counts as freed although it stays
  * allocated: a gradient dropped during the estimate that is kept to be put
  * back at its end (a real run would have given its bytes back). */
