@@ -644,7 +644,7 @@ static int memory_peak_collect(lua_State *L) {
 }
 
 /* lt.memory._estimate_begin(), _estimate_end(), _estimating(),
- * _estimate_touched(dev): the engine's side of lt.memory.estimate
+ * _estimate_oom(dev): the engine's side of lt.memory.estimate
  * (lua/lt/memory_estimate.lua). The end puts back every gradient the
  * estimate changed, then the real allocators. */
 /* The collector's pacing when the estimate began: the estimate runs from it
@@ -678,17 +678,11 @@ static int memory_estimate_oom(lua_State *L) {
   return 1;
 }
 
-static int memory_estimate_touched(lua_State *L) {
-  lua_pushboolean(L, lt_alloc_estimate_touched(ltb_opt_device(L, 1, "estimate")));
-  return 1;
-}
-
 static const luaL_Reg memory_functions[] = {
     {"_peak_collect", memory_peak_collect},
     {"_estimate_begin", memory_estimate_begin},
     {"_estimate_end", memory_estimate_end},
     {"_estimating", memory_estimating},
-    {"_estimate_touched", memory_estimate_touched},
     {"_estimate_oom", memory_estimate_oom},
     {"allocated", memory_allocated},
     {"max_allocated", memory_max_allocated},

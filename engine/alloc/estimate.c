@@ -174,13 +174,3 @@ bool lt_alloc_estimate_oom(lt_device dev, char *buf, size_t cap) {
   pthread_mutex_unlock(&estimate_lock);
   return buf[0] != '\0';
 }
-
-bool lt_alloc_estimate_touched(lt_device dev) {
-  if (dev.type < 0 || dev.type >= LT_ALLOC_NDEVICE_TYPES || dev.index < 0 ||
-      dev.index >= LT_MAX_DEVICES)
-    return false;
-  pthread_mutex_lock(&estimate_lock);
-  const bool touched = shadows[dev.type][dev.index] != NULL;
-  pthread_mutex_unlock(&estimate_lock);
-  return touched;
-}

@@ -27,8 +27,8 @@
 -- rounding, caching and fragmentation included) and oom (then the message it
 -- would raise; the estimate goes on past it without the limit, so peak is
 -- still the whole step's), device (its name), and devices (the same for
--- every device the estimate touched, by name). The top-level figures are
--- those of the device whose peak rose most.
+-- each device, by name: "cpu", "cuda:0", ...). The top-level figures are
+-- those of the device fn allocated most bytes on (the CPU when none).
 local core = require "lt.core"
 local raise = require "lt.user_error"
 
@@ -76,32 +76,25 @@ local function device_names()
   return names
 end
 
--- The shadow's figures for a device, beside the real ones from before.
-local function figures(name, real)
+-- The shadow's figures for a device; baseline is what it held at the start,
+-- limit_bytes the real limit (the shadow drops its own past a failure).
+local function figures(name, baseline, limit_bytes)
   local s = core.memory.stats(name)
   local peak = s.allocated_bytes.all.peak
-  local limit = real.limit ~= 0 and real.limit or nil
+  local limit = limit_bytes ~= 0 and limit_bytes or nil
   local oom = core.memory._estimate_oom(name)
   return {
     device = name,
     peak = peak,
     by_category = s.peak_by_category,
     reserved = s.reserved_bytes.all.peak,
-    baseline = real.allocated,
+    baseline = baseline,
     limit = limit,
     fits = oom == nil,
     oom = oom,
   }
 end
 
--- The real allocated bytes and limits before the estimate, by device.
-local function real_state(names)
-  local state = {}
-  for _, name in ipairs(names) do
-    state[name] = { allocated = core.memory.allocated(name), limit = core.memory.get_limit(name) }
-  end
-  return state
-end
 
 function M.estimate(fn, ...)
   if type(fn) ~= "function" and not (type(fn) == "table" and getmetatable(fn) and getmetatable(fn).__call) then
@@ -111,24 +104,29 @@ function M.estimate(fn, ...)
     raise("lt.memory.estimate: an estimate is already running (estimates do not nest)")
   end
   local names = device_names()
-  local before = real_state(names)
+  local limits = {}
+  for _, name in ipairs(names) do limits[name] = core.memory.get_limit(name) end
   local rng = core.get_rng_state()
   core.memory._estimate_begin()
   kept, kept_set = {}, {}
+  -- Reading a device's figures makes its shadow: every device starts now.
+  local baselines, made = {}, {}
+  for _, name in ipairs(names) do
+    local s = core.memory.stats(name)
+    baselines[name], made[name] = s.allocated_bytes.all.current, s.allocated_bytes.all.allocated
+  end
   local ok, err = pcall(fn, ...)
   local result
   if ok then
     local best
     result = { devices = {} }
+    local most = -1
     for _, name in ipairs(names) do
-      if core.memory._estimate_touched(name) then
-        local f = figures(name, before[name])
-        result.devices[name] = f
-        if best == nil or f.peak - f.baseline > best.peak - best.baseline then best = f end
-      end
+      local f = figures(name, baselines[name], limits[name])
+      result.devices[name] = f
+      local bytes = core.memory.stats(name).allocated_bytes.all.allocated - made[name]
+      if bytes > most then best, most = f, bytes end
     end
-    best = best or { device = "cpu", peak = before.cpu.allocated, by_category = {}, reserved = 0,
-                     baseline = before.cpu.allocated, fits = true } -- fn allocated nothing
     for k, v in pairs(best) do result[k] = v end
   end
   -- What fn dropped goes back to the shadow, so that it can be released.

@@ -109,6 +109,28 @@ describe("lt.memory.estimate", function()
     end
   end)
 
+  it("predicts a step on a CUDA device (the simulated one under lt_simdev)", function()
+    if lt.cuda.device_count() == 0 then
+      pending("skipped: no CUDA device")
+      return
+    end
+    local model = mlp_recipe()
+    model:to("cuda:0")
+    local opt = optim.SGD(model:parameters(), {lr = 0.05, momentum = 0.9})
+    local step = function()
+      local x, y = lt.randn(32, 1, 28, 28, {device = "cuda:0"}), lt.randint(1, 10, {32}, {device = "cuda:0"})
+      return training.train_step(model, opt, x, y, {})
+    end
+    for round = 1, 2 do
+      local est = lt.memory.estimate(step)
+      assert.equal("cuda:0", est.device)
+      collectgarbage("collect")
+      lt.memory.reset_peak("cuda:0")
+      step()
+      within(est.peak, lt.memory.max_allocated("cuda:0"), "MLP on cuda:0, step " .. round)
+    end
+  end)
+
   it("allocates nothing real and leaves parameters, gradients, optimizer state, schedule and RNG as they were", function()
     local model, opt, sched = cnn_recipe()
     local step = recipe_step(model, opt, 16)

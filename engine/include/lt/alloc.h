@@ -201,8 +201,6 @@ char *lt_format_bytes(size_t nbytes, char *buf);
 lt_status lt_alloc_estimate_begin(void);
 void lt_alloc_estimate_end(void);
 bool lt_estimating(void);
-/* Whether the running estimate allocated, freed or read statistics on dev. */
-bool lt_alloc_estimate_touched(lt_device dev);
 /* Where a real run would have raised out of memory on dev, an estimate goes
  * on without the limit; this gives the message it would have raised (the
  * first), in buf. False (and "") when none. */
