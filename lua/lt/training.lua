@@ -177,6 +177,8 @@ function training.fashion_options(own)
     {"seed", 1, "random seed (initialisation and shuffling)"},
     {"data", "/usr/share/datasets/fashion-mnist", "directory of the Fashion-MNIST IDX files"},
     {"device", "", "cpu, cuda or cuda:N (default: lt's --device, else cpu)"},
+    {"estimate", false, "print the predicted peak memory of the first two training steps"
+      .. " (lt.memory.estimate: nothing allocated) and exit"},
   }
   for i = #own, 1, -1 do table.insert(spec, 1, own[i]) end
   return spec
@@ -295,6 +297,7 @@ function training.fit(model, optimizer, train, test, opts)
       {model = model, optimizer = optimizer, scheduler = opts.scheduler, scaler = scaler}) + 1
     print(("resumed from %s after epoch %d"):format(opts.checkpoint, first_epoch - 1))
   end
+  if opts.estimate then return training.print_estimate(model, optimizer, train, opts, scaler) end
   local accuracy
   for epoch = first_epoch, opts.epochs do
     core.memory.mark("epoch " .. epoch) -- for the memory report; nothing when not recording
@@ -325,6 +328,39 @@ function training.fit(model, optimizer, train, test, opts)
   accuracy = accuracy or training.evaluate(model, test, prepare, nil, device)
   print(("test accuracy %.4f"):format(accuracy))
   return accuracy
+end
+
+local function mib(bytes) return ("%.1f MiB"):format(bytes / 2 ^ 20) end
+
+-- --estimate: the first two steps of an epoch (the second has the gradients
+-- and optimizer state the first made) under lt.memory.estimate, their
+-- batches taken from the loader inside it; prints the peak by category and,
+-- under a memory limit, whether it fits. Returns the estimate.
+function training.print_estimate(model, optimizer, train, opts, scaler)
+  local prepare = opts.prepare or training.fashion_prepare
+  local device = training.device(opts)
+  model:train()
+  train:set_epoch(1)
+  local est = core.memory.estimate(function()
+    local batches = require("lt.data").prefetch(train:iter(), device)
+    for _ = 1, 2 do
+      local images, labels = batches()
+      if images == nil then break end
+      train_step(model, optimizer, prepare(images), labels, opts, scaler)
+    end
+  end)
+  local parts = {}
+  for _, cat in ipairs {"parameter", "gradient", "optimizer", "activation", "other", "workspace"} do
+    if (est.by_category[cat] or 0) > 0 then parts[#parts + 1] = ("%s %s"):format(cat, mib(est.by_category[cat])) end
+  end
+  print(("estimated peak of a training step on %s (batch %d): %s, of which %s held before it (model, data);"
+    .. " at the peak: %s; reserved %s"):format(est.device, opts.batch_size, mib(est.peak), mib(est.baseline),
+    table.concat(parts, ", "), mib(est.reserved)))
+  if est.limit then
+    print(est.fits and ("fits under the limit of %s"):format(mib(est.limit))
+      or ("does not fit under the limit of %s: %s"):format(mib(est.limit), est.oom))
+  end
+  return est
 end
 
 training.train_step = train_step -- lt.memory.estimate of a recipe step (tests)

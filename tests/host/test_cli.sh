@@ -207,6 +207,10 @@ run "$LT" scripts/train_fashion_mlp.lua --resume
 check "a recipe's inconsistent options are one message, exit 1, no traceback" \
   '[[ $status == 1 && $err == *"--resume needs --checkpoint FILE"* && $err != *"stack traceback"* ]]'
 
+run "$LT" scripts/train_fashion_cnn.lua --estimate --batch_size 64
+check "a recipe's --estimate prints the predicted peak and trains nothing" \
+  '[[ $status == 0 && $out == *"estimated peak of a training step on cpu (batch 64): "*" MiB"* && $out == *"activation"* && $out != *"test accuracy"* ]]'
+
 # ---- the whole chain: host, bindings, engine ----
 run "$LT" -e 'print(lt.ones(2, 3):sum():item())'
 if [[ $status == 0 && $out == 6.0 ]]; then
