@@ -142,6 +142,18 @@ static lt_status accumulate_into_leaf(lt_tensor *leaf, lt_tensor *g) {
   return LT_OK;
 }
 
+lt_tensor *ag_grad_target(const ag_node *n, int i) {
+  if (i >= 32) return NULL;
+  const ag_input *in = &n->inputs[i];
+  lt_tensor *leaf = in->edge.leaf;
+  if (!leaf || !leaf->requires_grad || !leaf->grad) return NULL;
+  const lt_tensor *g = leaf->grad;
+  if (g->dtype != in->dtype || !lt_device_eq(g->storage->device, in->device) || !writable(g) ||
+      g->ndim != in->ndim || memcmp(g->shape, in->shape, sizeof(int64_t) * (size_t)in->ndim) != 0)
+    return NULL;
+  return leaf->grad;
+}
+
 /* A gradient for input i brought to the input's shape (summing broadcast
  * dims), dtype and device. Takes over g; *out is a new reference. */
 static lt_status fit_to_input(const ag_node *n, int i, lt_tensor *g, lt_tensor **out) {
@@ -215,6 +227,7 @@ static lt_status run_node(ag_node *n, bool retain_graph, node_list *ready) {
   lt_tensor **grads = n->nin <= 8 ? stack_grads : calloc((size_t)n->nin, sizeof *grads);
   if (!grads) return lt_error(LT_ERR_OOM, "backward: out of host memory");
   lt_status st = LT_OK;
+  n->added_in_place = 0;
   if (any) {
     st = ag_check_saved(n);
     if (st == LT_OK) st = fill_missing(n);
@@ -229,7 +242,9 @@ static lt_status run_node(ag_node *n, bool retain_graph, node_list *ready) {
     lt_tensor *g = grads[i];
     grads[i] = NULL;
     ag_edge *e = &n->inputs[i].edge;
-    if (g && st == LT_OK && ag_needs(n, i)) {
+    if (i < 32 && (n->added_in_place >> i) & 1) { /* already in the leaf's .grad */
+      if (g) lt_tensor_release(g);
+    } else if (g && st == LT_OK && ag_needs(n, i)) {
       lt_tensor *fitted = NULL;
       st = fit_to_input(n, i, g, &fitted);
       if (st == LT_OK)

@@ -7,11 +7,19 @@ enum { IN_X = 0, IN_WEIGHT = 1, IN_BIAS = 2 };
 
 /* ---- linear ---- */
 
+/* A weight (and bias) that already has a gradient gets the new one added by
+ * the GEMM itself (beta = 1), as gradient accumulation over micro-batches
+ * does: no temporary the size of the weight. */
 static lt_status linear_backward(ag_node *n, lt_tensor *const *grad_out, lt_tensor **grad_in) {
-  return lt_linear_backward(grad_out[0], ag_saved_tensor(n, SAVED_X),
-                            ag_saved_tensor(n, SAVED_WEIGHT), ag_needs(n, IN_X),
-                            ag_needs(n, IN_WEIGHT), ag_needs(n, IN_BIAS), &grad_in[IN_X],
-                            &grad_in[IN_WEIGHT], &grad_in[IN_BIAS]);
+  lt_linear_targets targets = {.weight = ag_grad_target(n, IN_WEIGHT),
+                               .bias = ag_grad_target(n, IN_BIAS)};
+  lt_status st = lt_linear_backward_into(
+      grad_out[0], ag_saved_tensor(n, SAVED_X), ag_saved_tensor(n, SAVED_WEIGHT),
+      ag_needs(n, IN_X), ag_needs(n, IN_WEIGHT), ag_needs(n, IN_BIAS), &grad_in[IN_X],
+      &grad_in[IN_WEIGHT], &grad_in[IN_BIAS], &targets);
+  if (targets.weight_added) n->added_in_place |= 1u << IN_WEIGHT;
+  if (targets.bias_added) n->added_in_place |= 1u << IN_BIAS;
+  return st;
 }
 
 lt_status ag_record_linear(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,

@@ -90,6 +90,9 @@ struct ag_node {
   int64_t deps;        /* edges from unfinished nodes of the run */
   lt_tensor *buffer0;  /* summed gradient of output 0 */
   lt_tensor **buffers; /* nout summed gradients (&buffer0 when nout is 1) */
+  /* Inputs (bit i) whose gradient the formula added into the leaf's .grad
+   * itself (ag_grad_target), so that nothing is left to accumulate. */
+  uint32_t added_in_place;
   ag_node *free_next;  /* worklist link while freeing */
 
   int nin;
@@ -173,5 +176,10 @@ lt_status ag_view_check_rebase(const char *op, const lt_tensor *view);
 size_t ag_view_untrack(struct lt_autograd_meta *m);
 /* Backward's check of a node's saved tensors (versions, already freed). */
 lt_status ag_check_saved(const ag_node *n);
+/* For a formula: the .grad of input i when that input is a leaf whose
+ * existing gradient the new one would be added into unchanged in shape,
+ * dtype and device (so the formula may add into it in place and set bit i of
+ * n->added_in_place instead of returning grad_in[i]); NULL otherwise. */
+lt_tensor *ag_grad_target(const ag_node *n, int i);
 
 #endif

@@ -37,9 +37,11 @@ typedef struct lt_nn_backend {
   /* out [M, O] = x [M, K] w[O, K]^T + b [O] (b may be NULL). */
   lt_status (*linear)(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
                       const lt_tensor *b);
-  /* gx [M, K], gw [O, K], gb [O] from go [M, O]. */
+  /* gx [M, K], gw [O, K], gb [O] from go [M, O]. add_gw / add_gb: gw / gb
+   * already hold a gradient and get this one added (GEMM beta = 1), never
+   * with 16-bit operands. */
   lt_status (*linear_backward)(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go,
-                               const lt_tensor *x, const lt_tensor *w);
+                               const lt_tensor *x, const lt_tensor *w, bool add_gw, bool add_gb);
 
   /* out [N, O, Ho, Wo] from x [N, C, H, W], w [O, C/g, kh, kw], b [O] or NULL. */
   lt_status (*conv2d)(lt_tensor *out, const lt_tensor *x, const lt_tensor *w, const lt_tensor *b,

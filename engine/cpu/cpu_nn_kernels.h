@@ -8,7 +8,8 @@
 lt_status cpu_nn_linear(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
                         const lt_tensor *b);
 lt_status cpu_nn_linear_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
-                                 const lt_tensor *go, const lt_tensor *x, const lt_tensor *w);
+                                 const lt_tensor *go, const lt_tensor *x, const lt_tensor *w,
+                                 bool add_gw, bool add_gb);
 lt_status cpu_nn_conv2d(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
                         const lt_tensor *b, const lt_conv2d_opts *o);
 lt_status cpu_nn_conv2d_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,

@@ -32,12 +32,14 @@ lt_status cpu_nn_linear(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
 }
 
 /* Column sums of a [rows, cols] matrix, split by column blocks so that every
- * column is summed by one thread in row order. */
+ * column is summed by one thread in row order; with add, added to what dst
+ * holds (the sum rounded first, as a separate add would). */
 typedef struct colsum_job {
   const void *src;
   void *dst;
   int64_t rows, cols;
   lt_dtype dt;
+  bool add;
 } colsum_job;
 
 #define COLSUM_BLOCK 64
@@ -49,7 +51,15 @@ NN_INLINE void colsum_impl(const colsum_job *j, int64_t b0, int64_t b1, lt_dtype
     double acc[COLSUM_BLOCK] = {0};
     for (int64_t r = 0; r < j->rows; r++)
       for (int64_t c = c0; c < c1; c++) acc[c - c0] += nn_ld_dt(j->src, r * j->cols + c, dt);
-    for (int64_t c = c0; c < c1; c++) nn_st_dt(j->dst, c, dt, acc[c - c0]);
+    if (j->add) /* the sum rounded to dt first, then the add rounded: dst += sum */
+      for (int64_t c = c0; c < c1; c++) {
+        const double prior = nn_ld_dt(j->dst, c, dt);
+        nn_st_dt(j->dst, c, dt, acc[c - c0]);
+        const double sum = nn_ld_dt(j->dst, c, dt);
+        nn_st_dt(j->dst, c, dt, prior + sum);
+      }
+    else
+      for (int64_t c = c0; c < c1; c++) nn_st_dt(j->dst, c, dt, acc[c - c0]);
   }
 }
 
@@ -64,19 +74,23 @@ LT_CPU_CLONES static void colsum_range(void *ctx, int64_t b0, int64_t b1) {
 }
 
 static void cpu_nn_column_sums(void *dst, const void *src, int64_t rows, int64_t cols,
-                               lt_dtype dt) {
-  colsum_job j = {src, dst, rows, cols, dt};
+                               lt_dtype dt, bool add) {
+  colsum_job j = {src, dst, rows, cols, dt, add};
   const int64_t blocks = (cols + COLSUM_BLOCK - 1) / COLSUM_BLOCK;
   const int64_t per_block = rows * COLSUM_BLOCK;
   lt_parallel_for(blocks, NN_GRAIN / (per_block > 0 ? per_block : 1) + 1, colsum_range, &j);
 }
 
 lt_status cpu_nn_linear_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
-                                 const lt_tensor *go, const lt_tensor *x, const lt_tensor *w) {
+                                 const lt_tensor *go, const lt_tensor *x, const lt_tensor *w,
+                                 bool add_gw, bool add_gb) {
   const bool f64 = nn_is_f64(go);
   const int64_t m = x->shape[0], k = x->shape[1], o = w->shape[0];
   const int64_t ldk = k > 1 ? k : 1, ldo = o > 1 ? o : 1;
   if (nn_is_lowp(go->dtype)) {
+    if (add_gw || add_gb)
+      return lt_error(LT_ERR_INTERNAL, "linear_backward: no accumulating form for %s",
+                      lt_dtype_name(go->dtype));
     const lt_dtype dt = go->dtype;
     const lt_device dev = go->storage->device;
     if (gx)
@@ -85,16 +99,16 @@ lt_status cpu_nn_linear_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
     if (gw)
       LT_TRY(cpu_nn_gemm_lowp(dt, dev, true, false, o, k, m, lt_data(go), ldo, lt_data(x), ldk,
                               NULL, lt_data(gw), ldk));
-    if (gb && !lt_estimating()) cpu_nn_column_sums(lt_data(gb), lt_data(go), m, o, dt);
+    if (gb && !lt_estimating()) cpu_nn_column_sums(lt_data(gb), lt_data(go), m, o, dt, false);
     return LT_OK;
   }
   if (lt_estimating()) return LT_OK;
   if (gx) /* [m, k] = go [m, o] W [o, k] */
     LT_TRY(cpu_nn_gemm(f64, false, false, m, k, o, 1.0, lt_data(go), ldo, lt_data(w), ldk, 0.0,
                        lt_data(gx), ldk));
-  if (gw) /* [o, k] = go^T [o, m] x [m, k] */
-    LT_TRY(cpu_nn_gemm(f64, true, false, o, k, m, 1.0, lt_data(go), ldo, lt_data(x), ldk, 0.0,
-                       lt_data(gw), ldk));
-  if (gb) cpu_nn_column_sums(lt_data(gb), lt_data(go), m, o, go->dtype);
+  if (gw) /* [o, k] = go^T [o, m] x [m, k] (+ gw) */
+    LT_TRY(cpu_nn_gemm(f64, true, false, o, k, m, 1.0, lt_data(go), ldo, lt_data(x), ldk,
+                       add_gw ? 1.0 : 0.0, lt_data(gw), ldk));
+  if (gb) cpu_nn_column_sums(lt_data(gb), lt_data(go), m, o, go->dtype, add_gb);
   return LT_OK;
 }

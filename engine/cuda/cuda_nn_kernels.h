@@ -17,7 +17,8 @@ extern "C" {
 lt_status cuda_nn_linear(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,
                          const lt_tensor *b);
 lt_status cuda_nn_linear_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
-                                  const lt_tensor *go, const lt_tensor *x, const lt_tensor *w);
+                                  const lt_tensor *go, const lt_tensor *x, const lt_tensor *w,
+                                  bool add_gw, bool add_gb);
 
 /* cuda_nn_conv2d.cu (cuDNN) */
 lt_status cuda_nn_conv2d(lt_tensor *out, const lt_tensor *x, const lt_tensor *w,

@@ -225,13 +225,21 @@ template <> __device__ inline __nv_bfloat16 from_acc<__nv_bfloat16>(double v) {
 #define COLSUM_X 32 // columns per block: one warp reads 32 adjacent elements of a row
 #define COLSUM_Y 8  // row lanes per block, folded by a shared-memory tree
 
+// dst[c] = the sum rounded to T, or with add dst[c] + that (rounded again):
+// what a separate add of the sums would give.
+template <typename T>
+__device__ void store_sum(T *dst, int64_t c, double sum, bool add) {
+  const T rounded = from_acc<T>(sum);
+  dst[c] = add ? from_acc<T>(to_acc(dst[c]) + to_acc(rounded)) : rounded;
+}
+
 // Pass 1: block (bx, by) sums columns [bx * 32, +32) over the rows of chunk
 // by ([by * chunk, +chunk)); lane ty takes rows ty, ty + 8, ... of the chunk
 // in order. The per-chunk sums go to partial [chunks, cols] (double), or,
-// with one chunk, straight to dst.
+// with one chunk, straight to dst (added with add).
 template <typename T>
 __global__ void colsum_partial_kernel(const T *src, int64_t rows, int64_t cols, int64_t chunk,
-                                      double *partial, T *dst) {
+                                      double *partial, T *dst, bool add) {
   __shared__ double s[COLSUM_Y][COLSUM_X];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t c = (int64_t)blockIdx.x * COLSUM_X + tx;
@@ -250,18 +258,19 @@ __global__ void colsum_partial_kernel(const T *src, int64_t rows, int64_t cols, 
     if (partial)
       partial[(int64_t)blockIdx.y * cols + c] = s[0][tx];
     else
-      dst[c] = from_acc<T>(s[0][tx]);
+      store_sum(dst, c, s[0][tx], add);
   }
 }
 
 // Pass 2: each column's chunk sums added in chunk order.
 template <typename T>
-__global__ void colsum_finish_kernel(const double *partial, int64_t chunks, int64_t cols, T *dst) {
+__global__ void colsum_finish_kernel(const double *partial, int64_t chunks, int64_t cols, T *dst,
+                                     bool add) {
   for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols;
        c += (int64_t)blockDim.x * gridDim.x) {
     double acc = 0.0;
     for (int64_t j = 0; j < chunks; j++) acc += partial[j * cols + c];
-    dst[c] = from_acc<T>(acc);
+    store_sum(dst, c, acc, add);
   }
 }
 
@@ -271,7 +280,8 @@ __global__ void colsum_finish_kernel(const double *partial, int64_t chunks, int6
 #define COLSUM_MIN_CHUNK 512
 
 template <typename T>
-static lt_status column_sums_t(lt_device dev, T *dst, const T *src, int64_t rows, int64_t cols) {
+static lt_status column_sums_t(lt_device dev, T *dst, const T *src, int64_t rows, int64_t cols,
+                               bool add) {
   const int64_t col_blocks = (cols + COLSUM_X - 1) / COLSUM_X;
   int64_t chunks = (rows + COLSUM_MIN_CHUNK - 1) / COLSUM_MIN_CHUNK;
   const int64_t want = (COLSUM_TARGET_BLOCKS + col_blocks - 1) / col_blocks;
@@ -292,35 +302,39 @@ static lt_status column_sums_t(lt_device dev, T *dst, const T *src, int64_t rows
   // may still be queued: safe on the stream it was taken on (cuda_internal.h).
   const cudaStream_t stream = cuda_stream();
   const dim3 grid((unsigned)col_blocks, (unsigned)chunks), block(COLSUM_X, COLSUM_Y);
-  colsum_partial_kernel<T><<<grid, block, 0, stream>>>(src, rows, cols, chunk, partial, dst);
+  colsum_partial_kernel<T><<<grid, block, 0, stream>>>(src, rows, cols, chunk, partial, dst, add);
   LT_TRY(cuda_check_launch("linear_backward", "colsum_partial_kernel"));
   if (!partial) return LT_OK;
   colsum_finish_kernel<T><<<cuda_blocks_for(cols), CUDA_THREADS, 0, stream>>>(
-      partial, chunks, cols, dst);
+      partial, chunks, cols, dst, add);
   return cuda_check_launch("linear_backward", "colsum_finish_kernel");
 }
 
-// gb [cols] = the column sums of go [rows, cols]; zeros when rows is 0.
-static lt_status column_sums(lt_tensor *gb, const lt_tensor *go, int64_t rows, int64_t cols) {
+// gb [cols] = the column sums of go [rows, cols] (with add, gb += them);
+// zeros when rows is 0 (gb unchanged with add).
+static lt_status column_sums(lt_tensor *gb, const lt_tensor *go, int64_t rows, int64_t cols,
+                             bool add) {
   if (cols == 0) return LT_OK;
   const lt_device dev = gb->storage->device;
   if (rows == 0) {
+    if (add) return LT_OK;
     CUDA_TRY("linear_backward", cudaMemsetAsync(cuda_bytes(gb), 0, lt_nbytes(gb), cuda_stream()));
     return LT_OK;
   }
   // rows <= 65535 chunks always: chunks <= COLSUM_TARGET_BLOCKS.
   switch (gb->dtype) {
     case LT_FLOAT32:
-      return column_sums_t<float>(dev, (float *)lt_data(gb), (const float *)lt_data(go), rows, cols);
+      return column_sums_t<float>(dev, (float *)lt_data(gb), (const float *)lt_data(go), rows, cols,
+                                  add);
     case LT_FLOAT64:
       return column_sums_t<double>(dev, (double *)lt_data(gb), (const double *)lt_data(go), rows,
-                                   cols);
+                                   cols, add);
     case LT_FLOAT16:
       return column_sums_t<__half>(dev, (__half *)lt_data(gb), (const __half *)lt_data(go), rows,
-                                   cols);
+                                   cols, add);
     case LT_BFLOAT16:
       return column_sums_t<__nv_bfloat16>(dev, (__nv_bfloat16 *)lt_data(gb),
-                                          (const __nv_bfloat16 *)lt_data(go), rows, cols);
+                                          (const __nv_bfloat16 *)lt_data(go), rows, cols, add);
     default:
       return lt_error(LT_ERR_INTERNAL, "cuda: linear_backward: no column sum for %s",
                       lt_dtype_name(gb->dtype));
@@ -328,7 +342,8 @@ static lt_status column_sums(lt_tensor *gb, const lt_tensor *go, int64_t rows, i
 }
 
 lt_status cuda_nn_linear_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
-                                  const lt_tensor *go, const lt_tensor *x, const lt_tensor *w) {
+                                  const lt_tensor *go, const lt_tensor *x, const lt_tensor *w,
+                                  bool add_gw, bool add_gb) {
   // go is always there (ops/ passes it even when only gb is wanted); x's
   // data is read only for gw and w's only for gx (ops/ passes shape-only
   // stand-ins otherwise).
@@ -340,9 +355,9 @@ lt_status cuda_nn_linear_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,
   if (gx) // [m, k] = go [m, o] w [o, k]
     LT_TRY(cuda_gemm("linear_backward", dev, dt, false, false, m, k, o, lt_data(go), ldo,
                      lt_data(w), ldk, 0.0, lt_data(gx), ldk));
-  if (gw) // [o, k] = go^T [o, m] x [m, k]
+  if (gw) // [o, k] = go^T [o, m] x [m, k] (+ gw)
     LT_TRY(cuda_gemm("linear_backward", dev, dt, true, false, o, k, m, lt_data(go), ldo,
-                     lt_data(x), ldk, 0.0, lt_data(gw), ldk));
-  if (gb) LT_TRY(column_sums(gb, go, m, o));
+                     lt_data(x), ldk, add_gw ? 1.0 : 0.0, lt_data(gw), ldk));
+  if (gb) LT_TRY(column_sums(gb, go, m, o, add_gb));
   return LT_OK;
 }

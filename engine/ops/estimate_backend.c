@@ -123,8 +123,8 @@ E_NN_STUB(e_linear, (lt_tensor * out, const lt_tensor *x, const lt_tensor *w, co
           (void)out; (void)x; (void)w; (void)b)
 E_NN_STUB(e_linear_backward,
           (lt_tensor * gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go, const lt_tensor *x,
-           const lt_tensor *w),
-          (void)gx; (void)gw; (void)gb; (void)go; (void)x; (void)w)
+           const lt_tensor *w, bool add_gw, bool add_gb),
+          (void)gx; (void)gw; (void)gb; (void)go; (void)x; (void)w; (void)add_gw; (void)add_gb)
 E_NN_STUB(e_conv2d,
           (lt_tensor * out, const lt_tensor *x, const lt_tensor *w, const lt_tensor *b,
            const lt_conv2d_opts *o),

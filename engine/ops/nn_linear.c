@@ -70,11 +70,33 @@ lt_status lt_linear(const lt_tensor *x, const lt_tensor *weight, const lt_tensor
   return nn_settle(st, out, NULL);
 }
 
+/* Whether target can take a gradient of shape (ndim dims) computed in ct by
+ * adding into it in place: see lt_linear_targets. */
+static bool can_add_into(const lt_tensor *target, const int64_t *shape, int ndim, lt_dtype ct,
+                         lt_device dev, const lt_tensor *const *operands, int noperands) {
+  if (!target || target->dtype != ct || (ct != LT_FLOAT32 && ct != LT_FLOAT64) ||
+      !lt_is_contiguous(target) || !nn_same_shape(target->shape, target->ndim, shape, ndim) ||
+      !lt_device_eq(target->storage->device, dev))
+    return false;
+  for (int i = 0; i < noperands; i++)
+    if (operands[i] && ops_overlap_of(target, operands[i]) != OPS_OVERLAP_NONE) return false;
+  return true;
+}
+
 lt_status lt_linear_backward(const lt_tensor *grad_out, const lt_tensor *x,
                              const lt_tensor *weight, bool need_x, bool need_weight,
                              bool need_bias, lt_tensor **grad_x, lt_tensor **grad_weight,
                              lt_tensor **grad_bias) {
+  return lt_linear_backward_into(grad_out, x, weight, need_x, need_weight, need_bias, grad_x,
+                                 grad_weight, grad_bias, NULL);
+}
+
+lt_status lt_linear_backward_into(const lt_tensor *grad_out, const lt_tensor *x,
+                                  const lt_tensor *weight, bool need_x, bool need_weight,
+                                  bool need_bias, lt_tensor **grad_x, lt_tensor **grad_weight,
+                                  lt_tensor **grad_bias, lt_linear_targets *targets) {
   const char *op = "linear_backward";
+  if (targets) targets->weight_added = targets->bias_added = false;
   if (grad_x) *grad_x = NULL;
   if (grad_weight) *grad_weight = NULL;
   if (grad_bias) *grad_bias = NULL;
@@ -98,14 +120,21 @@ lt_status lt_linear_backward(const lt_tensor *grad_out, const lt_tensor *x,
   int64_t rows = 1;
   for (int d = 0; d + 1 < x->ndim; d++) rows *= x->shape[d];
 
+  const lt_tensor *operands[3] = {grad_out, x, weight};
+  const bool add_gw = need_weight && targets && ct == x->dtype &&
+                      can_add_into(targets->weight, weight->shape, 2, ct, dev, operands, 3);
+  const bool add_gb = need_bias && targets && ct == x->dtype &&
+                      can_add_into(targets->bias, &weight->shape[0], 1, ct, dev, operands, 3);
   nn_scope s = {0};
   lt_tensor *goc, *xc = NULL, *wc = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
   lt_status st = nn_prepare(&s, grad_out, ct, &goc);
   if (st == LT_OK && need_weight) st = nn_prepare(&s, x, ct, &xc);
   if (st == LT_OK && need_x) st = nn_prepare(&s, weight, ct, &wc);
   if (st == LT_OK && need_x) st = nn_result(&s, x->shape, x->ndim, ct, dev, &gx);
-  if (st == LT_OK && need_weight) st = nn_result(&s, weight->shape, 2, ct, dev, &gw);
-  if (st == LT_OK && need_bias) st = nn_result(&s, &weight->shape[0], 1, ct, dev, &gb);
+  if (st == LT_OK && need_weight && !add_gw) st = nn_result(&s, weight->shape, 2, ct, dev, &gw);
+  if (st == LT_OK && need_bias && !add_gb) st = nn_result(&s, &weight->shape[0], 1, ct, dev, &gb);
+  if (add_gw) gw = targets->weight;
+  if (add_gb) gb = targets->bias;
   if (st == LT_OK) {
     const int64_t xs[2] = {rows, k}, gs[2] = {rows, o};
     lt_tensor gov, xv, gxv, wshape = *weight;
@@ -113,10 +142,18 @@ lt_status lt_linear_backward(const lt_tensor *grad_out, const lt_tensor *x,
     /* The kernel reads x's and W's shapes even when it needs only one. */
     nn_view(&xv, xc ? xc : goc, xs, 2);
     if (gx) nn_view(&gxv, gx, xs, 2);
-    st = be->linear_backward(gx ? &gxv : NULL, gw, gb, &gov, &xv, wc ? wc : &wshape);
+    st = be->linear_backward(gx ? &gxv : NULL, gw, gb, &gov, &xv, wc ? wc : &wshape, add_gw,
+                             add_gb);
+  }
+  /* What was added in place is a write to the target. */
+  if (st == LT_OK && add_gw) ops_bump_version(targets->weight, "linear_backward");
+  if (st == LT_OK && add_gb) ops_bump_version(targets->bias, "linear_backward");
+  if (targets && st == LT_OK) {
+    targets->weight_added = add_gw;
+    targets->bias_added = add_gb;
   }
   if (st == LT_OK) {
-    lt_tensor *results[3] = {gx, gw, gb};
+    lt_tensor *results[3] = {gx, add_gw ? NULL : gw, add_gb ? NULL : gb};
     lt_tensor **outs[3] = {grad_x, grad_weight, grad_bias};
     st = nn_deliver_all(x->dtype, 3, results, outs);
   }

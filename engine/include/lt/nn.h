@@ -35,6 +35,22 @@ lt_status lt_linear_backward(const lt_tensor *grad_out, const lt_tensor *x,
                              bool need_bias, lt_tensor **grad_x, lt_tensor **grad_weight,
                              lt_tensor **grad_bias);
 
+/* Gradients that already exist (a leaf's .grad) for lt_linear_backward_into
+ * to add the new ones into in place, without a temporary the size of the
+ * weight: each used when it can be written as the op computes (float32 or
+ * float64 like x, contiguous, the parameter's shape and device, sharing no
+ * memory with the operands). *_added says which were; their grad_* out is
+ * then NULL. NULL targets: none. */
+typedef struct lt_linear_targets {
+  lt_tensor *weight, *bias;
+  bool weight_added, bias_added;
+} lt_linear_targets;
+
+lt_status lt_linear_backward_into(const lt_tensor *grad_out, const lt_tensor *x,
+                                  const lt_tensor *weight, bool need_x, bool need_weight,
+                                  bool need_bias, lt_tensor **grad_x, lt_tensor **grad_weight,
+                                  lt_tensor **grad_bias, lt_linear_targets *targets);
+
 /* ---- conv2d ---- */
 
 typedef struct lt_conv2d_opts {
