@@ -9,8 +9,8 @@ local tricks = require "lt.memory_tricks"
 local nn, F, optim = lt.nn, lt.nn.functional, lt.optim
 
 local KiB = 1024
--- One activation of the deep MLP: batch 64 x 512 float32, a multiple of 512.
-local MLP_ACTIVATION = tricks.BATCH * tricks.MLP_WIDTH * 4
+-- One activation of the deep MLP: batch 1024 x 512 float32, a multiple of 512.
+local MLP_ACTIVATION = tricks.MLP_BATCH * tricks.MLP_WIDTH * 4
 
 local function settled()
   lt.gc()
@@ -125,9 +125,9 @@ describe("keeping x0..xn, reusing x, releasing at once", function()
     local keep, close = forward_peak("mlp", "keep_all"), forward_peak("mlp", "close")
     local delete = forward_peak("mlp", "delete")
     assert.equal(delete, close)
-    -- 32 hidden outputs and the 64x10 head's; released at once, two hidden
+    -- 32 hidden outputs and the 1024x10 head's; released at once, two hidden
     -- outputs at most (the input is the caller's and stays).
-    local head = tricks.BATCH * 10 * 4
+    local head = tricks.MLP_BATCH * 10 * 4
     assert.equal(32 * MLP_ACTIVATION + head - 2 * MLP_ACTIVATION, keep - close)
   end)
 
@@ -261,7 +261,7 @@ describe("micro-batches with gradient accumulation", function()
   it("hold 1/k of the activations, plus the batch they share", function()
     -- The CNN at batch 16 (micro-batches of 4): its convolutions are slow
     -- under the sanitizer build, and the fraction does not depend on it.
-    for model_name, batch in pairs { cnn = 16, mlp = tricks.BATCH } do
+    for model_name, batch in pairs { cnn = 16, mlp = tricks.MLP_BATCH } do
       local opts = { batch = batch }
       local full = tricks.accumulation_step(model_name, 1, opts)
       local micro = tricks.accumulation_step(model_name, k, { batch = batch, collect_between = true })
