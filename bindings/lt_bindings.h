@@ -4,9 +4,11 @@
 
 #include <lua.h>
 
+#include "lt/api.h"
+
 /* The C half of `require "lt"`: returns the lt.core table (tensor
  * constructors, ops, memory controls). lua/lt/init.lua builds the public `lt`
  * table on it. */
-int luaopen_lt_core(lua_State *L);
+LT_API int luaopen_lt_core(lua_State *L); /* exported: require "lt.core" from lua5.4 */
 
 #endif

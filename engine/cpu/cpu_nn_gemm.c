@@ -47,18 +47,30 @@ NN_INLINE void widen_impl(float *dst, const char *src, lt_dtype dt, int64_t rows
     nn_load_run(dst + r * cols, src + (size_t)(r * ld) * 2, dt, 1, cols);
 }
 
-LT_CPU_CLONES void cpu_nn_widen(float *dst, const void *src, lt_dtype dt, int64_t rows,
-                                int64_t cols, int64_t ld) {
+LT_CPU_CLONES static void widen_cloned(float *dst, const void *src, lt_dtype dt, int64_t rows,
+                                       int64_t cols, int64_t ld) {
   if (dt == LT_BFLOAT16)
     widen_impl(dst, src, LT_BFLOAT16, rows, cols, ld);
   else
     widen_impl(dst, src, LT_FLOAT16, rows, cols, ld);
 }
 
-LT_CPU_CLONES void cpu_nn_narrow(void *dst, lt_dtype dt, const float *src, int64_t rows,
-                                 int64_t cols, int64_t ld) {
+LT_CPU_CLONES static void narrow_cloned(void *dst, lt_dtype dt, const float *src, int64_t rows,
+                                        int64_t cols, int64_t ld) {
   for (int64_t r = 0; r < rows; r++)
     nn_store_run((char *)dst + (size_t)(r * ld) * 2, dt, src + r * cols, cols);
+}
+
+/* The clones stay static (their ifuncs would be exported whatever the
+ * visibility: a GCC limitation); other files call these. */
+void cpu_nn_widen(float *dst, const void *src, lt_dtype dt, int64_t rows, int64_t cols,
+                  int64_t ld) {
+  widen_cloned(dst, src, dt, rows, cols, ld);
+}
+
+void cpu_nn_narrow(void *dst, lt_dtype dt, const float *src, int64_t rows, int64_t cols,
+                   int64_t ld) {
+  narrow_cloned(dst, dt, src, rows, cols, ld);
 }
 
 /* ---- 16-bit GEMM ----

@@ -120,8 +120,9 @@ NN_INLINE void im2col_impl(const nn_window_geom *g, const char *image, lt_dtype 
 }
 
 /* One body per dtype, so that each inlines its own conversion. */
-LT_CPU_CLONES void cpu_nn_im2col(const nn_window_geom *g, const void *image, lt_dtype dt,
-                                 int64_t r0, int64_t r1, int64_t p0, int64_t p1, void *cols) {
+LT_CPU_CLONES static void im2col_cloned(const nn_window_geom *g, const void *image, lt_dtype dt,
+                                        int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+                                        void *cols) {
   switch (dt) {
     case LT_FLOAT64: im2col_impl(g, image, LT_FLOAT64, r0, r1, p0, p1, cols); break;
     case LT_FLOAT16: im2col_impl(g, image, LT_FLOAT16, r0, r1, p0, p1, cols); break;
@@ -170,10 +171,23 @@ NN_INLINE void col2im_impl(const nn_window_geom *g, const char *cols, bool f64, 
   }
 }
 
-LT_CPU_CLONES void cpu_nn_col2im(const nn_window_geom *g, const void *cols, bool f64, int64_t r0,
-                                 int64_t r1, int64_t p0, int64_t p1, void *image) {
+LT_CPU_CLONES static void col2im_cloned(const nn_window_geom *g, const void *cols, bool f64,
+                                        int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+                                        void *image) {
   if (f64)
     col2im_impl(g, cols, true, r0, r1, p0, p1, image);
   else
     col2im_impl(g, cols, false, r0, r1, p0, p1, image);
+}
+
+/* The clones stay static (their ifuncs would be exported whatever the
+ * visibility: a GCC limitation); other files call these. */
+void cpu_nn_im2col(const nn_window_geom *g, const void *image, lt_dtype dt, int64_t r0,
+                   int64_t r1, int64_t p0, int64_t p1, void *cols) {
+  im2col_cloned(g, image, dt, r0, r1, p0, p1, cols);
+}
+
+void cpu_nn_col2im(const nn_window_geom *g, const void *cols, bool f64, int64_t r0, int64_t r1,
+                   int64_t p0, int64_t p1, void *image) {
+  col2im_cloned(g, cols, f64, r0, r1, p0, p1, image);
 }

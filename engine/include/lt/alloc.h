@@ -13,6 +13,8 @@
 #ifndef LT_ALLOC_H
 #define LT_ALLOC_H
 
+#include "lt/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,7 +33,7 @@ typedef enum lt_category {
   LT_NCATEGORIES
 } lt_category;
 
-const char *lt_category_name(lt_category c); /* "parameter", ... */
+LT_API const char *lt_category_name(lt_category c); /* "parameter", ... */
 
 /* A queue of device work (a CUDA stream): 0 is a device's default stream,
  * the only one a device without streams (the CPU) has. */
@@ -66,7 +68,7 @@ typedef struct lt_raw_allocator {
 
 /* Installs the raw allocator of a device type (the CPU's is installed by
  * default; CUDA installs its own when it starts). */
-void lt_alloc_set_backend(lt_device_type type, const lt_raw_allocator *raw);
+LT_API void lt_alloc_set_backend(lt_device_type type, const lt_raw_allocator *raw);
 
 /* Page-locked ("pinned") host memory, from which a GPU copies asynchronously
  * and at full bus speed, is pooled by the same caching allocator in a slot of
@@ -75,12 +77,12 @@ void lt_alloc_set_backend(lt_device_type type, const lt_raw_allocator *raw);
  * over it are CPU tensors; the slot only keeps its bytes and statistics apart
  * (as PyTorch's CachingHostAllocator). */
 static inline lt_device lt_pinned_pool(void) { lt_device d = {LT_DEVICE_CPU, 1}; return d; }
-void lt_alloc_set_pinned_backend(const lt_raw_allocator *raw);
+LT_API void lt_alloc_set_pinned_backend(const lt_raw_allocator *raw);
 
 /* The free and total bytes of dev as its driver reports them (for the CPU:
  * available and physical memory), so that lt's figures can be set beside
  * nvidia-smi's; false (and zeros) when unknown. */
-bool lt_device_memory_info(lt_device dev, size_t *free_bytes, size_t *total_bytes);
+LT_API bool lt_device_memory_info(lt_device dev, size_t *free_bytes, size_t *total_bytes);
 
 typedef struct lt_block lt_block; /* opaque: one allocation */
 
@@ -89,15 +91,15 @@ typedef struct lt_block lt_block; /* opaque: one allocation */
  * Lua collection here so that unreachable tensors give their bytes back. It
  * may free blocks (re-entering lt_free). */
 typedef void (*lt_oom_hook)(void *ud, lt_device dev, size_t nbytes);
-void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud);
+LT_API void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud);
 
 /* The peak hook runs before an allocation that would lift dev's allocated
  * bytes above its collect mark (the mark is cleared first; 0 means none):
  * the bindings collect garbage there, so that tensors the script already
  * dropped give their bytes back before they can make a new peak, and set
  * the next mark. Same rules as the out-of-memory hook (it may free). */
-void lt_alloc_set_peak_hook(lt_oom_hook hook, void *ud);
-void lt_alloc_set_collect_mark(lt_device dev, size_t bytes);
+LT_API void lt_alloc_set_peak_hook(lt_oom_hook hook, void *ud);
+LT_API void lt_alloc_set_collect_mark(lt_device dev, size_t bytes);
 
 /* Allocates nbytes (0 allowed: gives a valid block of no bytes) on dev.
  * The order: a cached block, a fresh segment of the usual size; then the
@@ -112,34 +114,34 @@ void lt_alloc_set_collect_mark(lt_device dev, size_t bytes);
  * fragmented (...)"). So under a limit an allocation fails only when no cached
  * block fits and limit - reserved (once free segments are released) is below
  * that fallback size. */
-lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr,
+LT_API lt_status lt_alloc(lt_device dev, size_t nbytes, lt_category cat, void **ptr,
                    lt_block **block);
 /* Returns the block to the cache; returns the bytes it gave back (its rounded
  * size, which is what `allocated` drops by). A block used on other streams
  * than its own stays out of the cache (counted in active, not in allocated)
  * until the work queued on them at this moment is done. */
-size_t lt_free(lt_block *block);
+LT_API size_t lt_free(lt_block *block);
 /* The stream a block was allocated on, and the streams it was also used on:
  * the caller promises to record every stream other than its own on which
  * work reads or writes the block, as torch.Tensor.record_stream. Fails only
  * when the host is out of memory. */
-lt_stream_id lt_block_stream(const lt_block *block);
-lt_status lt_block_record_stream(lt_block *block, lt_stream_id stream);
-size_t lt_block_size(const lt_block *block); /* rounded size */
-void lt_block_set_category(lt_block *block, lt_category cat);
-lt_category lt_block_category(const lt_block *block);
+LT_API lt_stream_id lt_block_stream(const lt_block *block);
+LT_API lt_status lt_block_record_stream(lt_block *block, lt_stream_id stream);
+LT_API size_t lt_block_size(const lt_block *block); /* rounded size */
+LT_API void lt_block_set_category(lt_block *block, lt_category cat);
+LT_API lt_category lt_block_category(const lt_block *block);
 /* A short string (kept, not copied: interned by the caller) saying where the
  * block was created, e.g. "train.lua:42"; shown in out-of-memory messages and
  * added to the block's alloc event in the memory history. op (NULL: none;
  * kept too) names the library function it was made in ("nn.Conv2d:forward"),
  * for the history's alloc event. */
-void lt_block_set_origin(lt_block *block, const char *origin, const char *op);
+LT_API void lt_block_set_origin(lt_block *block, const char *origin, const char *op);
 
 /* Releases every entirely free segment to the device; returns the bytes. */
-size_t lt_empty_cache(lt_device dev);
+LT_API size_t lt_empty_cache(lt_device dev);
 /* Caps reserved bytes on dev; 0 removes the cap. */
-void lt_set_limit(lt_device dev, size_t bytes);
-size_t lt_get_limit(lt_device dev);
+LT_API void lt_set_limit(lt_device dev, size_t bytes);
+LT_API size_t lt_get_limit(lt_device dev);
 
 /* One statistic, as torch.cuda.memory_stats keeps it. */
 typedef struct lt_stat {
@@ -173,20 +175,20 @@ typedef struct lt_memory_stats {
   size_t limit;            /* 0: none */
 } lt_memory_stats;
 
-void lt_memory_get_stats(lt_device dev, lt_memory_stats *out);
+LT_API void lt_memory_get_stats(lt_device dev, lt_memory_stats *out);
 /* allocated_bytes' current value alone: cheap enough for every allocation. */
-size_t lt_memory_allocated(lt_device dev);
+LT_API size_t lt_memory_allocated(lt_device dev);
 /* Every peak becomes its current value. */
-void lt_memory_reset_peak(lt_device dev);
+LT_API void lt_memory_reset_peak(lt_device dev);
 
 /* The n largest live blocks on dev, largest first: sizes and origins (NULL
  * when unknown). Returns how many were written. */
-int lt_memory_largest(lt_device dev, int n, size_t *sizes, const char **origins,
+LT_API int lt_memory_largest(lt_device dev, int n, size_t *sizes, const char **origins,
                       lt_category *cats);
 
 /* Writes a byte count as out-of-memory messages show it ("512 B", "1.5 KiB",
  * "128.0 MiB", "2.0 GiB") into buf (at least 32 bytes); returns buf. */
-char *lt_format_bytes(size_t nbytes, char *buf);
+LT_API char *lt_format_bytes(size_t nbytes, char *buf);
 
 /* ---- estimation (engine/alloc/estimate.c) ----
  *
@@ -198,17 +200,17 @@ char *lt_format_bytes(size_t nbytes, char *buf);
  * nothing is allocated; lt_memory_get_stats reads the shadow. Memory handed
  * out meanwhile faults when touched: no kernel may run (lt_estimating; the
  * ops layer routes to the estimate backend). Estimates do not nest. */
-lt_status lt_alloc_estimate_begin(void);
-void lt_alloc_estimate_end(void);
-bool lt_estimating(void);
+LT_API lt_status lt_alloc_estimate_begin(void);
+LT_API void lt_alloc_estimate_end(void);
+LT_API bool lt_estimating(void);
 /* Where a real run would have raised out of memory on dev, an estimate goes
  * on without the limit; this gives the message it would have raised (the
  * first), in buf. False (and "") when none. */
-bool lt_alloc_estimate_oom(lt_device dev, char *buf, size_t cap);
+LT_API bool lt_alloc_estimate_oom(lt_device dev, char *buf, size_t cap);
 /* A real block that the estimate counts as freed although it stays
  * allocated: a gradient dropped during the estimate that is kept to be put
  * back at its end (a real run would have given its bytes back). */
-void lt_alloc_estimate_count_free(const lt_block *b);
+LT_API void lt_alloc_estimate_count_free(const lt_block *b);
 
 /* ---- memory history (engine/alloc/history.c) ----
  *
@@ -262,23 +264,23 @@ typedef struct lt_memory_history_info {
  * (0: the default). Already recording: only max_events changes, unless the
  * recording was started as a default (below), which is then replaced by a
  * fresh log. */
-lt_status lt_memory_history_start(size_t max_events);
+LT_API lt_status lt_memory_history_start(size_t max_events);
 /* Starts recording as a default (lt --memory-report): a script's own later
  * start begins a fresh log there, where it asked for one. */
-lt_status lt_memory_history_start_default(void);
+LT_API lt_status lt_memory_history_start_default(void);
 /* Stops appending; the log stays readable. */
-void lt_memory_history_stop(void);
+LT_API void lt_memory_history_stop(void);
 /* Drops the log (and stops recording). */
-void lt_memory_history_clear(void);
-bool lt_memory_history_recording(void);
+LT_API void lt_memory_history_clear(void);
+LT_API bool lt_memory_history_recording(void);
 /* Appends a mark; label is kept, not copied (interned by the caller). Does
  * nothing when not recording. */
-void lt_memory_mark(const char *label);
+LT_API void lt_memory_mark(const char *label);
 /* Brackets a Lua collection's finalizers on the calling thread (nested calls
  * count): the frees between on and off are flagged LT_EVENT_COLLECTED. */
-void lt_memory_history_collecting(bool on);
-void lt_memory_history_get_info(lt_memory_history_info *out);
+LT_API void lt_memory_history_collecting(bool on);
+LT_API void lt_memory_history_get_info(lt_memory_history_info *out);
 /* Copies up to n events starting at index first; returns how many. */
-size_t lt_memory_history_read(size_t first, lt_memory_event *out, size_t n);
+LT_API size_t lt_memory_history_read(size_t first, lt_memory_event *out, size_t n);
 
 #endif

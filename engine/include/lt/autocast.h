@@ -18,6 +18,8 @@
 #ifndef LT_AUTOCAST_H
 #define LT_AUTOCAST_H
 
+#include "lt/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -35,28 +37,28 @@ typedef struct lt_autocast_state {
 
 /* The default low precision dtype of a device type: bfloat16 on the CPU,
  * float16 on CUDA (as PyTorch). */
-lt_dtype lt_autocast_default_dtype(lt_device_type device_type);
+LT_API lt_dtype lt_autocast_default_dtype(lt_device_type device_type);
 
 /* This thread's state. */
-lt_autocast_state lt_autocast_get(void);
+LT_API lt_autocast_state lt_autocast_get(void);
 /* Whether ops on device_type are autocast right now. */
-bool lt_autocast_is_active(lt_device_type device_type);
+LT_API bool lt_autocast_is_active(lt_device_type device_type);
 
 /* Enters a region (enabled or, to switch autocast off inside one, not);
  * *saved receives what lt_autocast_exit restores. dtype must be float16 or
  * bfloat16. Regions nest; exit them in reverse order. */
-lt_status lt_autocast_enter(bool enabled, lt_device_type device_type, lt_dtype dtype,
+LT_API lt_status lt_autocast_enter(bool enabled, lt_device_type device_type, lt_dtype dtype,
                             lt_autocast_state *saved);
 /* Restores saved; drops the cast cache when no region is left open. */
-void lt_autocast_exit(const lt_autocast_state *saved);
+LT_API void lt_autocast_exit(const lt_autocast_state *saved);
 
 /* Switches autocast off until the matching resume (nests). */
-void lt_autocast_suspend(void);
-void lt_autocast_resume(void);
+LT_API void lt_autocast_suspend(void);
+LT_API void lt_autocast_resume(void);
 
 /* Number of cached casts (for tests and memory accounting), and dropping
  * them by hand. */
-size_t lt_autocast_cache_size(void);
-void lt_autocast_clear_cache(void);
+LT_API size_t lt_autocast_cache_size(void);
+LT_API void lt_autocast_clear_cache(void);
 
 #endif

@@ -17,24 +17,26 @@
 #ifndef LT_AUTOGRAD_H
 #define LT_AUTOGRAD_H
 
+#include "lt/api.h"
+
 #include <stdbool.h>
 
 #include "lt/tensor.h"
 
 /* ---- grad mode (per thread; on by default) ---- */
-bool lt_is_grad_enabled(void);
+LT_API bool lt_is_grad_enabled(void);
 /* Sets grad mode; returns the previous value, so that a scope is
  *   bool prev = lt_set_grad_enabled(false); ...; lt_set_grad_enabled(prev); */
-bool lt_set_grad_enabled(bool enabled);
+LT_API bool lt_set_grad_enabled(bool enabled);
 
 /* ---- tensors ---- */
 /* Marks a leaf as requiring grad (or not). Only floating dtypes can require
  * grad; a non-leaf can be set to true (a no-op) but not to false. */
-lt_status lt_requires_grad_(lt_tensor *t, bool requires_grad);
+LT_API lt_status lt_requires_grad_(lt_tensor *t, bool requires_grad);
 /* A leaf has no grad_fn: created by the user, or computed without grad. */
-bool lt_is_leaf(const lt_tensor *t);
+LT_API bool lt_is_leaf(const lt_tensor *t);
 /* "MulBackward", ... ; NULL for a leaf. */
-const char *lt_grad_fn_name(const lt_tensor *t);
+LT_API const char *lt_grad_fn_name(const lt_tensor *t);
 
 /* ---- backward ----
  * Computes the gradient of root with respect to every leaf of its graph that
@@ -43,7 +45,7 @@ const char *lt_grad_fn_name(const lt_tensor *t);
  * shape; NULL means 1 and needs a one-element root. Gradients of non-leaf
  * tensors are not kept. Without retain_graph the saved tensors are freed, and
  * a second backward through the same nodes is an error. */
-lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph);
+LT_API lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph);
 
 /* ---- custom functions (lt.autograd.Function) ----
  * The caller runs the forward itself (with grad mode off) and then ties the
@@ -66,21 +68,21 @@ lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph)
  * storage counts as "activation" in the memory statistics (unless it has a
  * category of its own: a parameter stays a parameter). When the last one is
  * released the storage counts as "other" again. */
-lt_status lt_autograd_save(const lt_tensor *t, lt_tensor **alias);
+LT_API lt_status lt_autograd_save(const lt_tensor *t, lt_tensor **alias);
 /* Releases an alias from lt_autograd_save (NULL allowed); returns the bytes
  * given back to the allocator. */
-size_t lt_autograd_release_saved(lt_tensor *alias);
+LT_API size_t lt_autograd_release_saved(lt_tensor *alias);
 
 typedef lt_status (*lt_custom_backward_fn)(void *ud, lt_tensor *const *grad_outputs, int nout,
                                            lt_tensor **grad_inputs, int nin);
-lt_status lt_autograd_custom(lt_tensor **outputs, int nout, lt_tensor *const *inputs, int nin,
+LT_API lt_status lt_autograd_custom(lt_tensor **outputs, int nout, lt_tensor *const *inputs, int nin,
                              const char *name, lt_custom_backward_fn fn, void *ud,
                              void (*free_ud)(void *));
 
 /* While an estimate runs (lt.memory.estimate): called before any change of
  * t->grad (the slot itself, not its values), so that lt_grad_journal_restore
  * can put the gradient back at the estimate's end. Does nothing otherwise. */
-lt_status lt_grad_journal_note(lt_tensor *t);
-void lt_grad_journal_restore(void);
+LT_API lt_status lt_grad_journal_note(lt_tensor *t);
+LT_API void lt_grad_journal_restore(void);
 
 #endif

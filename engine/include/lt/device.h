@@ -2,6 +2,8 @@
 #ifndef LT_DEVICE_H
 #define LT_DEVICE_H
 
+#include "lt/api.h"
+
 #include <stdbool.h>
 
 typedef enum lt_device_type { LT_DEVICE_CPU = 0, LT_DEVICE_CUDA = 1 } lt_device_type;
@@ -18,8 +20,8 @@ static inline bool lt_device_eq(lt_device a, lt_device b) {
   return a.type == b.type && a.index == b.index;
 }
 /* "cpu" or "cuda:0" into buf (at least 16 bytes); returns buf. */
-char *lt_device_name(lt_device d, char *buf);
+LT_API char *lt_device_name(lt_device d, char *buf);
 /* Parses "cpu", "cuda", "cuda:N"; "cuda" means the current CUDA device. */
-bool lt_device_parse(const char *name, lt_device *out);
+LT_API bool lt_device_parse(const char *name, lt_device *out);
 
 #endif

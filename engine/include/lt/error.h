@@ -4,6 +4,8 @@
 #ifndef LT_ERROR_H
 #define LT_ERROR_H
 
+#include "lt/api.h"
+
 typedef enum lt_status {
   LT_OK = 0,
   LT_ERR_ARG,      /* a bad argument: wrong count, wrong kind, bad option */
@@ -20,21 +22,21 @@ typedef enum lt_status {
 
 /* Sets the message (printf format) and returns code, so callers write
  *   return lt_error(LT_ERR_SHAPE, "add: shapes [2, 3] and [4] ...");  */
-lt_status lt_error(lt_status code, const char *fmt, ...)
+LT_API lt_status lt_error(lt_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
 /* The message of the last failure on this thread ("" if none). */
-const char *lt_last_error(void);
+LT_API const char *lt_last_error(void);
 
 /* Short name of a status ("shape error", "out of memory", ...). */
-const char *lt_status_name(lt_status code);
+LT_API const char *lt_status_name(lt_status code);
 
 /* Writes "[2, 3, 4]" for a shape into buf (always NUL-terminated); returns buf.
  * Error messages use it so that every op prints shapes the same way. */
-char *lt_format_shape(char *buf, int buflen, const long long *shape, int ndim);
+LT_API char *lt_format_shape(char *buf, int buflen, const long long *shape, int ndim);
 
 /* Messages show dimensions and positions as lt's users write them: 1-based
  * (the engine is 0-based inside; its only users are Lua scripts). */

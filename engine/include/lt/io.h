@@ -6,6 +6,8 @@
 #ifndef LT_IO_H
 #define LT_IO_H
 
+#include "lt/api.h"
+
 #include "lt/tensor.h"
 
 /* ---- IDX (http://yann.lecun.com/exdb/mnist/) ----
@@ -13,7 +15,7 @@
  * LT_MAX_DIMS), then NN big-endian 32-bit sizes, then the bytes. The file
  * may be gzip-compressed or plain. The result is a CPU uint8 tensor of the
  * file's shape. */
-lt_status lt_idx_read(const char *path, lt_tensor **out);
+LT_API lt_status lt_idx_read(const char *path, lt_tensor **out);
 
 /* ---- safetensors (https://github.com/huggingface/safetensors) ----
  * 8-byte little-endian header length N, N bytes of JSON
@@ -36,9 +38,9 @@ typedef struct lt_safetensors {
 } lt_safetensors;
 
 /* Reads path into *out (zeroed first; on failure it is left empty). */
-lt_status lt_safetensors_load(const char *path, lt_safetensors *out);
+LT_API lt_status lt_safetensors_load(const char *path, lt_safetensors *out);
 /* Releases the tensors and strings still held; leaves *st empty. Idempotent. */
-void lt_safetensors_free(lt_safetensors *st);
+LT_API void lt_safetensors_free(lt_safetensors *st);
 
 /* Writes count named tensors and nmeta metadata pairs to path: names sorted,
  * data contiguous in that order, header padded with spaces to a multiple of 8
@@ -51,7 +53,7 @@ void lt_safetensors_free(lt_safetensors *st);
  * "<path>.tmp.<pid>", and a save removes those of processes that are gone.
  * Names must be unique, non-empty and not "__metadata__"; metadata keys
  * unique. */
-lt_status lt_safetensors_save(const char *path, const char *const *names,
+LT_API lt_status lt_safetensors_save(const char *path, const char *const *names,
                               lt_tensor *const *tensors, int count,
                               const char *const *meta_keys, const char *const *meta_values,
                               int nmeta);
@@ -59,6 +61,6 @@ lt_status lt_safetensors_save(const char *path, const char *const *names,
 /* Replaces path with the n bytes of data as lt_safetensors_save replaces a
  * file: complete or not at all, no temporary left by a killed process. who
  * names the op in messages. */
-lt_status lt_write_file_atomically(const char *who, const char *path, const void *data, size_t n);
+LT_API lt_status lt_write_file_atomically(const char *who, const char *path, const void *data, size_t n);
 
 #endif

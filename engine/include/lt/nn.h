@@ -19,6 +19,8 @@
 #ifndef LT_NN_H
 #define LT_NN_H
 
+#include "lt/api.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -27,10 +29,10 @@
 /* ---- linear: y = x W^T + b ---- */
 
 /* x [..., in], weight [out, in], bias [out] or NULL -> [..., out]. */
-lt_status lt_linear(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
+LT_API lt_status lt_linear(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
                     lt_tensor **out);
 /* grad_x [..., in], grad_weight [out, in], grad_bias [out]. */
-lt_status lt_linear_backward(const lt_tensor *grad_out, const lt_tensor *x,
+LT_API lt_status lt_linear_backward(const lt_tensor *grad_out, const lt_tensor *x,
                              const lt_tensor *weight, bool need_x, bool need_weight,
                              bool need_bias, lt_tensor **grad_x, lt_tensor **grad_weight,
                              lt_tensor **grad_bias);
@@ -46,7 +48,7 @@ typedef struct lt_linear_targets {
   bool weight_added, bias_added;
 } lt_linear_targets;
 
-lt_status lt_linear_backward_into(const lt_tensor *grad_out, const lt_tensor *x,
+LT_API lt_status lt_linear_backward_into(const lt_tensor *grad_out, const lt_tensor *x,
                                   const lt_tensor *weight, bool need_x, bool need_weight,
                                   bool need_bias, lt_tensor **grad_x, lt_tensor **grad_weight,
                                   lt_tensor **grad_bias, lt_linear_targets *targets);
@@ -61,13 +63,13 @@ typedef struct lt_conv2d_opts {
 } lt_conv2d_opts;
 
 /* stride 1, padding 0, dilation 1, groups 1. */
-lt_conv2d_opts lt_conv2d_default_opts(void);
+LT_API lt_conv2d_opts lt_conv2d_default_opts(void);
 
 /* x [N, C, H, W], weight [O, C / groups, kh, kw], bias [O] or NULL ->
  * [N, O, Ho, Wo] with Ho = (H + 2 pad - dil (kh - 1) - 1) / stride + 1. */
-lt_status lt_conv2d(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
+LT_API lt_status lt_conv2d(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
                     const lt_conv2d_opts *o, lt_tensor **out);
-lt_status lt_conv2d_backward(const lt_tensor *grad_out, const lt_tensor *x,
+LT_API lt_status lt_conv2d_backward(const lt_tensor *grad_out, const lt_tensor *x,
                              const lt_tensor *weight, const lt_conv2d_opts *o, bool need_input,
                              bool need_weight, bool need_bias, lt_tensor **grad_input,
                              lt_tensor **grad_weight, lt_tensor **grad_bias);
@@ -87,18 +89,18 @@ typedef struct lt_pool2d_opts {
 
 /* kernel k x k, stride = kernel, no padding, dilation 1, floor mode,
  * count_include_pad true. */
-lt_pool2d_opts lt_pool2d_default_opts(int64_t kh, int64_t kw);
+LT_API lt_pool2d_opts lt_pool2d_default_opts(int64_t kh, int64_t kw);
 
 /* out and indices (int64, the argmax's flat position h * W + w within its
  * input plane, 0-based) of the pooled shape. NaN wins, as in PyTorch. */
-lt_status lt_max_pool2d(const lt_tensor *x, const lt_pool2d_opts *o, lt_tensor **out,
+LT_API lt_status lt_max_pool2d(const lt_tensor *x, const lt_pool2d_opts *o, lt_tensor **out,
                         lt_tensor **indices);
 /* Scatters grad_out to the saved indices: grad_input has input_shape. */
-lt_status lt_max_pool2d_backward(const lt_tensor *grad_out, const lt_tensor *indices,
+LT_API lt_status lt_max_pool2d_backward(const lt_tensor *grad_out, const lt_tensor *indices,
                                  const int64_t *input_shape, int input_ndim,
                                  lt_tensor **grad_input);
-lt_status lt_avg_pool2d(const lt_tensor *x, const lt_pool2d_opts *o, lt_tensor **out);
-lt_status lt_avg_pool2d_backward(const lt_tensor *grad_out, const int64_t *input_shape,
+LT_API lt_status lt_avg_pool2d(const lt_tensor *x, const lt_pool2d_opts *o, lt_tensor **out);
+LT_API lt_status lt_avg_pool2d_backward(const lt_tensor *grad_out, const int64_t *input_shape,
                                  int input_ndim, const lt_pool2d_opts *o,
                                  lt_tensor **grad_input);
 
@@ -110,11 +112,11 @@ lt_status lt_avg_pool2d_backward(const lt_tensor *grad_out, const int64_t *input
  * with the running stats (required then). weight, bias: [C] or NULL.
  * save_mean and save_invstd ([C]) are what backward needs: the batch's
  * statistics in training, the running ones in eval. */
-lt_status lt_batch_norm(const lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
+LT_API lt_status lt_batch_norm(const lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
                         const lt_tensor *weight, const lt_tensor *bias, bool training,
                         double momentum, double eps, lt_tensor **out, lt_tensor **save_mean,
                         lt_tensor **save_invstd);
-lt_status lt_batch_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,
+LT_API lt_status lt_batch_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,
                                  const lt_tensor *weight, const lt_tensor *save_mean,
                                  const lt_tensor *save_invstd, bool training, bool need_input,
                                  bool need_weight, bool need_bias, lt_tensor **grad_input,
@@ -124,10 +126,10 @@ lt_status lt_batch_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,
 
 /* weight, bias: normalized_shape or NULL. mean and rstd have x's shape with
  * the normalised dims set to 1. */
-lt_status lt_layer_norm(const lt_tensor *x, const int64_t *normalized_shape, int normalized_ndim,
+LT_API lt_status lt_layer_norm(const lt_tensor *x, const int64_t *normalized_shape, int normalized_ndim,
                         const lt_tensor *weight, const lt_tensor *bias, double eps,
                         lt_tensor **out, lt_tensor **mean, lt_tensor **rstd);
-lt_status lt_layer_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,
+LT_API lt_status lt_layer_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,
                                  int normalized_ndim, const lt_tensor *mean,
                                  const lt_tensor *rstd, const lt_tensor *weight,
                                  bool need_input, bool need_weight, bool need_bias,
@@ -138,32 +140,32 @@ lt_status lt_layer_norm_backward(const lt_tensor *grad_out, const lt_tensor *x,
 
 typedef enum lt_gelu_approx { LT_GELU_NONE = 0, LT_GELU_TANH } lt_gelu_approx;
 
-lt_status lt_gelu(const lt_tensor *x, lt_gelu_approx approx, lt_tensor **out);
-lt_status lt_gelu_backward(const lt_tensor *grad_out, const lt_tensor *x, lt_gelu_approx approx,
+LT_API lt_status lt_gelu(const lt_tensor *x, lt_gelu_approx approx, lt_tensor **out);
+LT_API lt_status lt_gelu_backward(const lt_tensor *grad_out, const lt_tensor *x, lt_gelu_approx approx,
                            lt_tensor **grad_input);
 
 /* Over dim (0-based, negative counts from the end). Backward takes the
  * forward's output. */
-lt_status lt_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out);
-lt_status lt_softmax_backward(const lt_tensor *grad_out, const lt_tensor *out, int64_t dim,
+LT_API lt_status lt_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out);
+LT_API lt_status lt_softmax_backward(const lt_tensor *grad_out, const lt_tensor *out, int64_t dim,
                               lt_tensor **grad_input);
-lt_status lt_log_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out);
-lt_status lt_log_softmax_backward(const lt_tensor *grad_out, const lt_tensor *out, int64_t dim,
+LT_API lt_status lt_log_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out);
+LT_API lt_status lt_log_softmax_backward(const lt_tensor *grad_out, const lt_tensor *out, int64_t dim,
                                   lt_tensor **grad_input);
 
 /* Training with 0 < p: mask (bool) ~ Bernoulli(1 - p) from lt's generator,
  * out = x * mask / (1 - p) (zeros when p is 1). Otherwise out shares x's
  * storage and *mask is NULL. */
-lt_status lt_dropout(const lt_tensor *x, double p, bool training, lt_tensor **out,
+LT_API lt_status lt_dropout(const lt_tensor *x, double p, bool training, lt_tensor **out,
                      lt_tensor **mask);
 /* In place (F.dropout's inplace): the same draw and scaling written into x,
  * whose version is bumped, so no result of x's size is allocated; the mask
  * is still made, and saved for backward. Training false or p 0 leaves x as
  * it is (*mask NULL). In grad mode a leaf that requires grad is refused, as
  * by every in-place op. */
-lt_status lt_dropout_(lt_tensor *x, double p, bool training, lt_tensor **mask);
+LT_API lt_status lt_dropout_(lt_tensor *x, double p, bool training, lt_tensor **mask);
 /* mask NULL: the gradient passes through (a view of grad_out). */
-lt_status lt_dropout_backward(const lt_tensor *grad_out, const lt_tensor *mask, double p,
+LT_API lt_status lt_dropout_backward(const lt_tensor *grad_out, const lt_tensor *mask, double p,
                               lt_tensor **grad_input);
 
 /* ---- losses ---- */
@@ -184,33 +186,33 @@ typedef struct lt_class_loss_opts {
 } lt_class_loss_opts;
 
 /* reduction mean, ignore_index -100, no smoothing, base 0. */
-lt_class_loss_opts lt_class_loss_default_opts(void);
+LT_API lt_class_loss_opts lt_class_loss_default_opts(void);
 
 /* log_softmax over dim 1 and the negative log likelihood in one pass.
  * logits [N, C] or [N, C, d...] (or [C] with a 0-dim target), target int64
  * [N] / [N, d...], weight [C] or NULL. loss: 0-dim for mean/sum, target's
  * shape for none. logsumexp (target's shape, logits' dtype) is saved for
  * backward, which rebuilds the softmax from it. */
-lt_status lt_cross_entropy(const lt_tensor *logits, const lt_tensor *target,
+LT_API lt_status lt_cross_entropy(const lt_tensor *logits, const lt_tensor *target,
                            const lt_tensor *weight, const lt_class_loss_opts *o,
                            lt_tensor **loss, lt_tensor **logsumexp);
-lt_status lt_cross_entropy_backward(const lt_tensor *grad_loss, const lt_tensor *logits,
+LT_API lt_status lt_cross_entropy_backward(const lt_tensor *grad_loss, const lt_tensor *logits,
                                     const lt_tensor *target, const lt_tensor *weight,
                                     const lt_tensor *logsumexp, const lt_class_loss_opts *o,
                                     lt_tensor **grad_logits);
 
 /* log_probs as cross_entropy's logits; label_smoothing must be 0. */
-lt_status lt_nll_loss(const lt_tensor *log_probs, const lt_tensor *target,
+LT_API lt_status lt_nll_loss(const lt_tensor *log_probs, const lt_tensor *target,
                       const lt_tensor *weight, const lt_class_loss_opts *o, lt_tensor **loss);
-lt_status lt_nll_loss_backward(const lt_tensor *grad_loss, const lt_tensor *log_probs,
+LT_API lt_status lt_nll_loss_backward(const lt_tensor *grad_loss, const lt_tensor *log_probs,
                                const lt_tensor *target, const lt_tensor *weight,
                                const lt_class_loss_opts *o, lt_tensor **grad_log_probs);
 
 /* (a - b)^2 with broadcasting, reduced. Backward gives the gradients of a
  * and b (each in its own shape). */
-lt_status lt_mse_loss(const lt_tensor *a, const lt_tensor *b, lt_reduction reduction,
+LT_API lt_status lt_mse_loss(const lt_tensor *a, const lt_tensor *b, lt_reduction reduction,
                       lt_tensor **loss);
-lt_status lt_mse_loss_backward(const lt_tensor *grad_loss, const lt_tensor *a,
+LT_API lt_status lt_mse_loss_backward(const lt_tensor *grad_loss, const lt_tensor *a,
                                const lt_tensor *b, lt_reduction reduction, bool need_a,
                                bool need_b, lt_tensor **grad_a, lt_tensor **grad_b);
 
@@ -226,10 +228,10 @@ typedef struct lt_embedding_opts {
   int64_t padding_idx;
 } lt_embedding_opts;
 
-lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *indices,
+LT_API lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *indices,
                        const lt_embedding_opts *o, lt_tensor **out);
 /* The dense [num_weights, d] gradient of the weight. */
-lt_status lt_embedding_backward(const lt_tensor *grad_out, const lt_tensor *indices,
+LT_API lt_status lt_embedding_backward(const lt_tensor *grad_out, const lt_tensor *indices,
                                 int64_t num_weights, const lt_embedding_opts *o,
                                 lt_tensor **grad_weight);
 

@@ -6,6 +6,8 @@
 #ifndef LT_OPS_H
 #define LT_OPS_H
 
+#include "lt/api.h"
+
 #include "lt/tensor.h"
 
 /* ---- elementwise ---- */
@@ -66,95 +68,95 @@ typedef enum lt_unary_op {
   LT_NUNARY
 } lt_unary_op;
 
-const char *lt_binary_op_name(lt_binary_op op); /* "add", ... */
-const char *lt_unary_op_name(lt_unary_op op);
+LT_API const char *lt_binary_op_name(lt_binary_op op); /* "add", ... */
+LT_API const char *lt_unary_op_name(lt_unary_op op);
 
 /* a op b with broadcasting. */
-lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
+LT_API lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 /* a op s (or s op a when scalar_first): a Lua number takes part as PyTorch's
  * wrapped scalar (int tensor + 2.5 -> float32; float16 tensor + 2.0 -> float16).
  * is_integer says whether s was an integer in the script. */
-lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool is_integer,
+LT_API lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool is_integer,
                            bool scalar_first, lt_tensor **out);
 /* a = a op b (b broadcast to a's shape; the result cast to a's dtype, which
  * must be able to hold it: float into an int tensor is an error, as PyTorch). */
-lt_status lt_binary_(lt_binary_op op, lt_tensor *a, const lt_tensor *b);
-lt_status lt_binary_scalar_(lt_binary_op op, lt_tensor *a, double s, bool is_integer);
-lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out);
-lt_status lt_unary_(lt_unary_op op, lt_tensor *a);
+LT_API lt_status lt_binary_(lt_binary_op op, lt_tensor *a, const lt_tensor *b);
+LT_API lt_status lt_binary_scalar_(lt_binary_op op, lt_tensor *a, double s, bool is_integer);
+LT_API lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out);
+LT_API lt_status lt_unary_(lt_unary_op op, lt_tensor *a);
 /* lo/hi: has_lo/has_hi false means no bound on that side. */
-lt_status lt_clamp(const lt_tensor *a, bool has_lo, double lo, bool has_hi, double hi,
+LT_API lt_status lt_clamp(const lt_tensor *a, bool has_lo, double lo, bool has_hi, double hi,
                    lt_tensor **out);
-lt_status lt_clamp_(lt_tensor *a, bool has_lo, double lo, bool has_hi, double hi);
+LT_API lt_status lt_clamp_(lt_tensor *a, bool has_lo, double lo, bool has_hi, double hi);
 /* where(cond, a, b) with broadcasting. */
-lt_status lt_where(const lt_tensor *cond, const lt_tensor *a, const lt_tensor *b,
+LT_API lt_status lt_where(const lt_tensor *cond, const lt_tensor *a, const lt_tensor *b,
                    lt_tensor **out);
 
 /* ---- filling and copying ---- */
-lt_status lt_fill_(lt_tensor *t, double value);
-lt_status lt_zero_(lt_tensor *t);
+LT_API lt_status lt_fill_(lt_tensor *t, double value);
+LT_API lt_status lt_zero_(lt_tensor *t);
 /* dst = src, src broadcast to dst's shape, converted to dst's dtype. */
-lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src);
+LT_API lt_status lt_copy_(lt_tensor *dst, const lt_tensor *src);
 /* A copy converted to dtype (t itself, one more reference, when the dtype is
  * the same and copy is false). */
-lt_status lt_to_dtype(const lt_tensor *t, lt_dtype dt, bool copy, lt_tensor **out);
-lt_status lt_to_device(const lt_tensor *t, lt_device dev, lt_tensor **out);
+LT_API lt_status lt_to_dtype(const lt_tensor *t, lt_dtype dt, bool copy, lt_tensor **out);
+LT_API lt_status lt_to_device(const lt_tensor *t, lt_device dev, lt_tensor **out);
 /* lt_to_device; non_blocking lets a copy between pinned host memory and a GPU
  * return before it is done (torch's non_blocking=True): the GPU's later work
  * is ordered after it, and host code must lt_cuda_synchronize before reading
  * a pinned destination. Other copies ignore the flag. */
-lt_status lt_to_device_ex(const lt_tensor *t, lt_device dev, bool non_blocking, lt_tensor **out);
+LT_API lt_status lt_to_device_ex(const lt_tensor *t, lt_device dev, bool non_blocking, lt_tensor **out);
 /* t in page-locked host memory (t itself when it already is), for fast and
  * asynchronous copies to a GPU (torch's pin_memory). t must be on the CPU;
  * fails with LT_ERR_DEVICE when no CUDA device is there to pin for. */
-lt_status lt_pin_memory(const lt_tensor *t, lt_tensor **out);
-bool lt_is_pinned(const lt_tensor *t);
-lt_status lt_clone(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_pin_memory(const lt_tensor *t, lt_tensor **out);
+LT_API bool lt_is_pinned(const lt_tensor *t);
+LT_API lt_status lt_clone(const lt_tensor *t, lt_tensor **out);
 
 /* ---- reductions ----
  * dims: a list of ndims dims to reduce (0-based, already wrapped); ndims 0
  * reduces every dim. sum of bool/integers gives int64; mean needs a floating
  * dtype (as PyTorch). */
-lt_status lt_sum(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out);
-lt_status lt_mean(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out);
-lt_status lt_prod(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out);
+LT_API lt_status lt_sum(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out);
+LT_API lt_status lt_mean(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out);
+LT_API lt_status lt_prod(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out);
 /* max/min over one dim: values and int64 indices; index values start at
  * index_base (1 for Lua users, 0 inside the engine). First occurrence wins;
  * NaN propagates as PyTorch. */
-lt_status lt_max_dim(const lt_tensor *t, int dim, bool keepdim, int64_t index_base,
+LT_API lt_status lt_max_dim(const lt_tensor *t, int dim, bool keepdim, int64_t index_base,
                      lt_tensor **values, lt_tensor **indices);
-lt_status lt_min_dim(const lt_tensor *t, int dim, bool keepdim, int64_t index_base,
+LT_API lt_status lt_min_dim(const lt_tensor *t, int dim, bool keepdim, int64_t index_base,
                      lt_tensor **values, lt_tensor **indices);
 /* max/min of every element: a 0-dim tensor; an empty tensor is an error. */
-lt_status lt_max_all(const lt_tensor *t, lt_tensor **out);
-lt_status lt_min_all(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_max_all(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_min_all(const lt_tensor *t, lt_tensor **out);
 /* argmax/argmin over a dim, or over the flattened tensor when all is true. */
-lt_status lt_argmax(const lt_tensor *t, int dim, bool all, bool keepdim, int64_t index_base,
+LT_API lt_status lt_argmax(const lt_tensor *t, int dim, bool all, bool keepdim, int64_t index_base,
                     lt_tensor **out);
-lt_status lt_argmin(const lt_tensor *t, int dim, bool all, bool keepdim, int64_t index_base,
+LT_API lt_status lt_argmin(const lt_tensor *t, int dim, bool all, bool keepdim, int64_t index_base,
                     lt_tensor **out);
 
 /* ---- linear algebra ---- */
 /* torch.matmul: 1-D x 1-D dot, 2-D mm, batched with broadcasting of batch
  * dims, 1-D operands promoted and the added dim removed. Floating dtypes go
  * through BLAS; integers through a plain loop. */
-lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
+LT_API lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 
 /* ---- joining ---- */
-lt_status lt_cat(lt_tensor *const *ts, int n, int dim, lt_tensor **out);
-lt_status lt_stack(lt_tensor *const *ts, int n, int dim, lt_tensor **out);
+LT_API lt_status lt_cat(lt_tensor *const *ts, int n, int dim, lt_tensor **out);
+LT_API lt_status lt_stack(lt_tensor *const *ts, int n, int dim, lt_tensor **out);
 
 /* ---- padding ----
  * torch.constant_pad_nd (F.pad's "constant" mode): pad holds npad values,
  * (before, after) pairs for the last dim first, then the one before it, ...
  * A negative value crops. The result is one new tensor of x's dtype and
  * device; its gradient is the matching part of the output's gradient. */
-lt_status lt_constant_pad_nd(const lt_tensor *x, const int64_t *pad, int npad, double value,
+LT_API lt_status lt_constant_pad_nd(const lt_tensor *x, const int64_t *pad, int npad, double value,
                              lt_tensor **out);
 
 /* ---- scalar access ---- */
 /* The single element of a one-element tensor as double (or exact int64). */
-lt_status lt_item(const lt_tensor *t, double *out);
-lt_status lt_item_int64(const lt_tensor *t, int64_t *out);
+LT_API lt_status lt_item(const lt_tensor *t, double *out);
+LT_API lt_status lt_item_int64(const lt_tensor *t, int64_t *out);
 
 #endif

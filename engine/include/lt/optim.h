@@ -13,6 +13,8 @@
 #ifndef LT_OPTIM_H
 #define LT_OPTIM_H
 
+#include "lt/api.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,7 +28,7 @@ typedef struct lt_sgd_options {
 /* One SGD step. momentum_buffer is NULL when momentum is 0; with
  * init_buffer true (its first step) the buffer is set to the gradient (weight
  * decay included), as PyTorch's clone of d_p, instead of being decayed. */
-lt_status lt_sgd_step_(const char *name, lt_tensor *param, const lt_tensor *grad,
+LT_API lt_status lt_sgd_step_(const char *name, lt_tensor *param, const lt_tensor *grad,
                        lt_tensor *momentum_buffer, bool init_buffer, const lt_sgd_options *o);
 
 typedef struct lt_adam_options {
@@ -38,7 +40,7 @@ typedef struct lt_adam_options {
 
 /* One Adam/AdamW step; step is the step count after this step (1 on the
  * first). max_exp_avg_sq is used (and required) only with amsgrad. */
-lt_status lt_adam_step_(const char *name, lt_tensor *param, const lt_tensor *grad,
+LT_API lt_status lt_adam_step_(const char *name, lt_tensor *param, const lt_tensor *grad,
                         lt_tensor *exp_avg, lt_tensor *exp_avg_sq, lt_tensor *max_exp_avg_sq,
                         int64_t step, const lt_adam_options *o);
 
@@ -55,14 +57,14 @@ lt_status lt_adam_step_(const char *name, lt_tensor *param, const lt_tensor *gra
 
 /* momentum_buffers is NULL when o->momentum is 0; init_buffers[i] as the
  * single step's init_buffer (NULL: none is new). */
-lt_status lt_sgd_step_many_(const char *name, int64_t n, lt_tensor *const *params,
+LT_API lt_status lt_sgd_step_many_(const char *name, int64_t n, lt_tensor *const *params,
                             lt_tensor *const *grads, lt_tensor *const *momentum_buffers,
                             const bool *init_buffers, const lt_sgd_options *o);
 
 /* steps[i] is parameter i's step count after this step (counts differ when
  * parameters got gradients in different steps); max_exp_avg_sqs is used
  * (and required) only with amsgrad. */
-lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *params,
+LT_API lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *params,
                              lt_tensor *const *grads, lt_tensor *const *exp_avgs,
                              lt_tensor *const *exp_avg_sqs, lt_tensor *const *max_exp_avg_sqs,
                              const int64_t *steps, const lt_adam_options *o);
@@ -87,8 +89,8 @@ typedef struct lt_adam_call {
   lt_adam_options options;
 } lt_adam_call;
 
-lt_status lt_sgd_step_calls_(const char *name, int64_t ncalls, const lt_sgd_call *calls);
-lt_status lt_adam_step_calls_(const char *name, int64_t ncalls, const lt_adam_call *calls);
+LT_API lt_status lt_sgd_step_calls_(const char *name, int64_t ncalls, const lt_sgd_call *calls);
+LT_API lt_status lt_adam_step_calls_(const char *name, int64_t ncalls, const lt_adam_call *calls);
 
 /* GradScaler's unscale: grads[i] *= inv_scale in place (a float32 value;
  * float for float32/float16/bfloat16 gradients, double for float64, as
@@ -98,7 +100,7 @@ lt_status lt_adam_step_calls_(const char *name, int64_t ncalls, const lt_adam_ca
  * in it. On CUDA nothing waits for the device. Gradients must be writable
  * (not expanded) and distinct. As PyTorch's
  * torch._amp_foreach_non_finite_check_and_unscale_. */
-lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *found_inf,
+LT_API lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *found_inf,
                                float inv_scale);
 
 /* The unscale of several lists (one per device, each with its found_inf):
@@ -110,6 +112,6 @@ typedef struct lt_unscale_call {
   lt_tensor *found_inf;
 } lt_unscale_call;
 
-lt_status lt_amp_unscale_calls_(int64_t ncalls, const lt_unscale_call *calls, float inv_scale);
+LT_API lt_status lt_amp_unscale_calls_(int64_t ncalls, const lt_unscale_call *calls, float inv_scale);
 
 #endif

@@ -5,6 +5,8 @@
 #ifndef LT_RNG_H
 #define LT_RNG_H
 
+#include "lt/api.h"
+
 #include <stdint.h>
 
 #include "lt/tensor.h"
@@ -14,15 +16,15 @@ typedef struct lt_rng_state {
   uint64_t offset; /* counter blocks consumed so far */
 } lt_rng_state;
 
-void lt_manual_seed(uint64_t seed);
-lt_rng_state lt_rng_get_state(void);
-void lt_rng_set_state(lt_rng_state s);
+LT_API void lt_manual_seed(uint64_t seed);
+LT_API lt_rng_state lt_rng_get_state(void);
+LT_API void lt_rng_set_state(lt_rng_state s);
 
 /* Fill t in place: uniform [low, high), normal(mean, std), integers in
  * [low, high] inclusive (as Lua's math.random), Bernoulli(p) as 0/1. */
-lt_status lt_uniform_(lt_tensor *t, double low, double high);
-lt_status lt_normal_(lt_tensor *t, double mean, double std);
-lt_status lt_randint_(lt_tensor *t, int64_t low, int64_t high);
-lt_status lt_bernoulli_(lt_tensor *t, double p);
+LT_API lt_status lt_uniform_(lt_tensor *t, double low, double high);
+LT_API lt_status lt_normal_(lt_tensor *t, double mean, double std);
+LT_API lt_status lt_randint_(lt_tensor *t, int64_t low, int64_t high);
+LT_API lt_status lt_bernoulli_(lt_tensor *t, double p);
 
 #endif

@@ -8,6 +8,8 @@
 #ifndef LT_TENSOR_H
 #define LT_TENSOR_H
 
+#include "lt/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,18 +83,18 @@ typedef struct lt_tensor {
 } lt_tensor;
 
 /* Storage. dev lt_pinned_pool() (lt/alloc.h) gives a pinned CPU storage. */
-lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_storage **out);
+LT_API lt_status lt_storage_new(lt_device dev, size_t nbytes, lt_category cat, lt_storage **out);
 /* Installed by a device backend: waits for and discards a storage's
  * pending_copy marker (a release must not hand out bytes a copy still uses). */
-void lt_storage_set_pending_wait(void (*wait)(void *marker));
-void lt_storage_retain(lt_storage *s);
+LT_API void lt_storage_set_pending_wait(void (*wait)(void *marker));
+LT_API void lt_storage_retain(lt_storage *s);
 /* Marks s as used by work queued on stream (a CUDA stream other than the one
  * it was allocated on), so that its bytes are not reused before that work is
  * done: torch.Tensor.record_stream. */
-lt_status lt_storage_record_stream(lt_storage *s, lt_stream_id stream);
+LT_API lt_status lt_storage_record_stream(lt_storage *s, lt_stream_id stream);
 /* Drops a reference; returns the bytes given back to the allocator (0 while
  * other references remain). */
-size_t lt_storage_release(lt_storage *s);
+LT_API size_t lt_storage_release(lt_storage *s);
 
 /* Creation (shape of ndim sizes; ndim 0 is a scalar tensor) */
 /* The element count of a new contiguous tensor of shape, or an error naming
@@ -100,59 +102,59 @@ size_t lt_storage_release(lt_storage *s);
  * LT_MAX_NUMEL elements ("numel: integer multiplication overflow" past
  * int64), or contiguous strides past int64 (a size 0 does not stop the
  * other sizes' strides: "Stride calculation overflowed", as PyTorch). */
-lt_status lt_check_shape(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
+LT_API lt_status lt_check_shape(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
                          int64_t *numel);
 /* lt_empty and lt_full whose errors name op: the creation the user called
  * ("ones", "randn", "Linear"), not the engine's "empty". */
-lt_status lt_empty_named(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
+LT_API lt_status lt_empty_named(const char *op, const int64_t *shape, int ndim, lt_dtype dt,
                          lt_device dev, lt_tensor **out);
-lt_status lt_full_named(const char *op, const int64_t *shape, int ndim, double value, lt_dtype dt,
+LT_API lt_status lt_full_named(const char *op, const int64_t *shape, int ndim, double value, lt_dtype dt,
                         lt_device dev, lt_tensor **out);
-lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out);
-lt_status lt_zeros(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out);
-lt_status lt_full(const int64_t *shape, int ndim, double value, lt_dtype dt, lt_device dev,
+LT_API lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out);
+LT_API lt_status lt_zeros(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out);
+LT_API lt_status lt_full(const int64_t *shape, int ndim, double value, lt_dtype dt, lt_device dev,
                   lt_tensor **out);
 /* A new tensor with the same shape, dtype and device as t (contents unset). */
-lt_status lt_empty_like(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_empty_like(const lt_tensor *t, lt_tensor **out);
 /* A tensor of shape over a copy of count elements of type src_dt at data. */
-lt_status lt_from_buffer(const void *data, lt_dtype src_dt, const int64_t *shape, int ndim,
+LT_API lt_status lt_from_buffer(const void *data, lt_dtype src_dt, const int64_t *shape, int ndim,
                          lt_dtype dt, lt_device dev, lt_tensor **out);
 
-void lt_tensor_retain(lt_tensor *t);
+LT_API void lt_tensor_retain(lt_tensor *t);
 /* Drops a reference; returns the bytes given back to the allocator. */
-size_t lt_tensor_release(lt_tensor *t);
+LT_API size_t lt_tensor_release(lt_tensor *t);
 
 /* Geometry */
-int64_t lt_numel(const lt_tensor *t);
-bool lt_is_contiguous(const lt_tensor *t);
-size_t lt_nbytes(const lt_tensor *t); /* numel * element size */
+LT_API int64_t lt_numel(const lt_tensor *t);
+LT_API bool lt_is_contiguous(const lt_tensor *t);
+LT_API size_t lt_nbytes(const lt_tensor *t); /* numel * element size */
 /* Address of the first element of the view. */
-void *lt_data(const lt_tensor *t);
+LT_API void *lt_data(const lt_tensor *t);
 /* Normalises a possibly negative dim (-1 = last) against ndim; on error names op. */
-lt_status lt_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
+LT_API lt_status lt_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
 
 /* Views: share the storage; never copy. view fails when the strides cannot
  * express the new shape (as PyTorch: "use reshape"); reshape copies then.
  * A -1 in a shape is inferred. */
-lt_status lt_view(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
-lt_status lt_reshape(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
-lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out);
-lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **out);
-lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out);
-lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out);
-lt_status lt_expand(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
-lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out);   /* one dim */
-lt_status lt_squeeze_all(const lt_tensor *t, lt_tensor **out);
-lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out);
-lt_status lt_flatten(const lt_tensor *t, int start, int end, lt_tensor **out);
+LT_API lt_status lt_view(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
+LT_API lt_status lt_reshape(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
+LT_API lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out);
+LT_API lt_status lt_permute(const lt_tensor *t, const int *dims, int ndim, lt_tensor **out);
+LT_API lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t length, lt_tensor **out);
+LT_API lt_status lt_select(const lt_tensor *t, int dim, int64_t index, lt_tensor **out);
+LT_API lt_status lt_expand(const lt_tensor *t, const int64_t *shape, int ndim, lt_tensor **out);
+LT_API lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out);   /* one dim */
+LT_API lt_status lt_squeeze_all(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out);
+LT_API lt_status lt_flatten(const lt_tensor *t, int start, int end, lt_tensor **out);
 /* t itself (one more reference) when contiguous, else a contiguous copy. */
-lt_status lt_contiguous(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_contiguous(const lt_tensor *t, lt_tensor **out);
 /* A new tensor sharing t's storage and geometry (detach's engine half). */
-lt_status lt_alias(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_alias(const lt_tensor *t, lt_tensor **out);
 
 /* Broadcasting: the broadcast shape of a and b (PyTorch's rules), or an error
  * naming op and both shapes. */
-lt_status lt_broadcast_shapes(const char *op, const int64_t *a, int na, const int64_t *b,
+LT_API lt_status lt_broadcast_shapes(const char *op, const int64_t *a, int na, const int64_t *b,
                               int nb, int64_t *out, int *nout);
 
 #endif
