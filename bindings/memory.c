@@ -302,8 +302,12 @@ static void oom_hook(void *ud, lt_device dev, size_t nbytes) {
  * activations makes a few), each one that frees less than an eighth of its
  * slack doubles the next slack, so such a phase costs a logarithmic number
  * of them, and one that frees something brings the slack back. */
-#define PEAK_SLACK_DIV 400 /* 0.25% */
-#define PEAK_SLACK_MIN (16 * KIB)
+/* The slack is a floor of 4 KiB in practice: below a model's output (the
+ * logits a step drops while its backward runs, 5 KiB for 128 rows of 10
+ * classes), so that such garbage never makes a peak PyTorch would not have;
+ * a smaller one costs a collection nearly every step of a tiny model. */
+#define PEAK_SLACK_DIV 100000 /* 0.001% */
+#define PEAK_SLACK_MIN (4 * KIB)
 /* A heap up to this size is collected at every mark: a training script's is
  * a few hundred KiB, whose full collection takes well under 0.1 ms. */
 #define PEAK_HEAP_FREE (4 * MIB)
