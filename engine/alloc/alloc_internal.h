@@ -28,9 +28,6 @@
 /* Requests above this cannot be rounded without overflow: they fail at once. */
 #define LT_MAX_REQUEST (SIZE_MAX / 4)
 
-/* Device types the allocator has slots for (CPU, CUDA). */
-#define LT_ALLOC_NDEVICE_TYPES 2
-
 typedef struct lt_segment lt_segment;
 typedef struct lt_device_allocator lt_device_allocator;
 

@@ -13,7 +13,7 @@
 #include "alloc/backend.h"
 #include "alloc/poison.h"
 
-#define NDEVICE_TYPES LT_ALLOC_NDEVICE_TYPES
+#define NDEVICE_TYPES LT_NDEVICE_TYPES
 
 /* ---- raw allocators per device type (and the pinned host pool) ---- */
 

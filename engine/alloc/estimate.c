@@ -28,7 +28,7 @@
 static atomic_bool estimating;
 static pthread_mutex_t estimate_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The current estimate's shadows, by the real allocator's place. */
-static lt_device_allocator *shadows[LT_ALLOC_NDEVICE_TYPES][LT_MAX_DEVICES];
+static lt_device_allocator *shadows[LT_NDEVICE_TYPES][LT_MAX_DEVICES];
 /* Shadows of earlier estimates that still had live blocks. */
 static lt_device_allocator *kept;
 
@@ -146,7 +146,7 @@ lt_status lt_alloc_estimate_begin(void) {
 void lt_alloc_estimate_end(void) {
   pthread_mutex_lock(&estimate_lock);
   atomic_store(&estimating, false);
-  for (int t = 0; t < LT_ALLOC_NDEVICE_TYPES; t++)
+  for (int t = 0; t < LT_NDEVICE_TYPES; t++)
     for (int i = 0; i < LT_MAX_DEVICES; i++) {
       lt_device_allocator *s = shadows[t][i];
       shadows[t][i] = NULL;
@@ -161,7 +161,7 @@ void lt_alloc_estimate_end(void) {
 
 bool lt_alloc_estimate_oom(lt_device dev, char *buf, size_t cap) {
   buf[0] = '\0';
-  if (dev.type < 0 || dev.type >= LT_ALLOC_NDEVICE_TYPES || dev.index < 0 ||
+  if (dev.type < 0 || dev.type >= LT_NDEVICE_TYPES || dev.index < 0 ||
       dev.index >= LT_MAX_DEVICES)
     return false;
   pthread_mutex_lock(&estimate_lock);

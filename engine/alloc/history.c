@@ -16,7 +16,7 @@
 
 #include "alloc/alloc_internal.h"
 
-#define NDEVICE_TYPES 2
+#define NDEVICE_TYPES LT_NDEVICE_TYPES
 
 atomic_bool lt_history_on;
 

@@ -4,7 +4,7 @@
 #include "ops/estimate_backend.h"
 #include "core/backend.h"
 
-static const lt_backend *registered[2] = {&lt_cpu_backend, NULL};
+static const lt_backend *registered[LT_NDEVICE_TYPES] = {&lt_cpu_backend, NULL};
 
 void lt_backend_register(lt_device_type type, const lt_backend *backend) {
   if ((unsigned)type < sizeof registered / sizeof registered[0]) registered[type] = backend;

@@ -55,11 +55,11 @@ static lt_status e_fill(lt_tensor *dst, double value) {
 }
 
 /* The real backends, for reading a real tensor's element. */
-static const lt_backend *real_backends[2];
+static const lt_backend *real_backends[LT_NDEVICE_TYPES];
 
 static lt_status e_read_element(const lt_tensor *t, void *host_dst) {
   const lt_device dev = t->storage->device;
-  const lt_backend *real = (unsigned)dev.type < 2 ? real_backends[dev.type] : NULL;
+  const lt_backend *real = (unsigned)dev.type < LT_NDEVICE_TYPES ? real_backends[dev.type] : NULL;
   if (!t->storage->meta && real) return real->read_element(t, host_dst);
   memset(host_dst, 0, lt_dtype_size(t->dtype));
   return LT_OK;
@@ -105,7 +105,7 @@ static const lt_backend estimate_backend = {
 };
 
 const lt_backend *lt_estimate_backend(lt_device_type type, const lt_backend *real) {
-  if ((unsigned)type < 2) real_backends[type] = real;
+  if ((unsigned)type < LT_NDEVICE_TYPES) real_backends[type] = real;
   return &estimate_backend;
 }
 
@@ -209,10 +209,10 @@ E_NN_STUB(e_embedding_backward,
 
 /* One table per device type: the real table's flags decide which operands
  * ops/ converts (and so allocates), and they must be the real run's. */
-static lt_nn_backend estimate_nn[2];
+static lt_nn_backend estimate_nn[LT_NDEVICE_TYPES];
 
 const lt_nn_backend *lt_estimate_nn_backend(lt_device_type type, const lt_nn_backend *real) {
-  if ((unsigned)type >= 2 || !real) return NULL;
+  if ((unsigned)type >= LT_NDEVICE_TYPES || !real) return NULL;
   lt_nn_backend *e = &estimate_nn[type];
   *e = (lt_nn_backend){
       .name = "estimate",

@@ -4,7 +4,7 @@
 #include "ops/estimate_backend.h"
 #include "core/nn_backend.h"
 
-static const lt_nn_backend *registered[2] = {&lt_cpu_nn_backend, NULL};
+static const lt_nn_backend *registered[LT_NDEVICE_TYPES] = {&lt_cpu_nn_backend, NULL};
 
 void lt_nn_backend_register(lt_device_type type, const lt_nn_backend *backend) {
   if ((unsigned)type < sizeof registered / sizeof registered[0]) registered[type] = backend;

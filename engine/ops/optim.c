@@ -12,7 +12,7 @@
 #include "core/optim_backend.h"
 #include "ops/ops_internal.h"
 
-static const lt_optim_backend *registered[2] = {&lt_cpu_optim_backend, NULL};
+static const lt_optim_backend *registered[LT_NDEVICE_TYPES] = {&lt_cpu_optim_backend, NULL};
 
 void lt_optim_backend_register(lt_device_type type, const lt_optim_backend *backend) {
   if ((unsigned)type < sizeof registered / sizeof registered[0]) registered[type] = backend;

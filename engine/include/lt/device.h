@@ -7,6 +7,8 @@
 #include <stdbool.h>
 
 typedef enum lt_device_type { LT_DEVICE_CPU = 0, LT_DEVICE_CUDA = 1 } lt_device_type;
+/* Device types: the size of every table indexed by lt_device_type. */
+#define LT_NDEVICE_TYPES 2
 
 typedef struct lt_device {
   signed char type;  /* lt_device_type */
