@@ -154,6 +154,18 @@ describe("registration", function()
     h.fails(function() nn.Sequential(nn.ReLU(), 5) end, "Sequential: argument 2 is not a module")
   end)
 
+  it("Sequential:append after a child was removed keeps every child", function()
+    local s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 4))
+    s[2] = nil
+    s:append(nn.Tanh())
+    local names = {}
+    for name in s:named_children() do names[#names + 1] = name end
+    assert.same({ "1", "3", "4" }, names)
+    assert.equal(3, #s)
+    assert.equal("Linear(in_features=3, out_features=4, bias=true)", tostring(s[3]))
+    assert.same({ 5, 4 }, s(lt.randn(5, 2)).shape)
+  end)
+
   it("num_parameters: the MLP 784-256-128-10 has 235146", function()
     assert.equal(235146, mlp():num_parameters())
     assert.equal(0, nn.ReLU():num_parameters())

@@ -33,11 +33,23 @@ local function count(self)
   return n
 end
 
+-- The next child's name: one past the largest number in use, so that a
+-- child removed earlier (s[2] = nil) does not make the new one replace the
+-- last (PyTorch keeps every child too).
+local function next_name(self)
+  local largest = 0
+  for _, name in ipairs(self._modules.names) do
+    local i = math.tointeger(tonumber(name))
+    if i and i > largest and self._modules.values[name] ~= nil then largest = i end
+  end
+  return tostring(largest + 1)
+end
+
 local function append(self, m)
   if not is_module(m) then
     raise(string.format("append: expected a module, got %s", type(m)))
   end
-  self:add_module(tostring(count(self) + 1), m)
+  self:add_module(next_name(self), m)
   return self
 end
 
