@@ -71,7 +71,7 @@ static lt_pool2d_opts read_pool_opts(lua_State *L, const char *op, bool is_max, 
     ltb_nn_opt_bool(L, *opts, op, "count_include_pad", &o.count_include_pad);
     int64_t divisor = 0;
     if (ltb_nn_opt_integer(L, *opts, op, "divisor_override", &divisor) && divisor < 1)
-      ltb_error(L, "%s: divisor_override must be positive, got %d", op, (int)divisor);
+      ltb_error(L, "%s: divisor_override must be positive, got %I", op, (lua_Integer)divisor);
     o.divisor_override = divisor;
   }
   return o;
@@ -146,8 +146,8 @@ static int f_layer_norm(lua_State *L) {
   } else if (lua_istable(L, 2)) {
     const lua_Integer n = luaL_len(L, 2);
     if (n < 1 || n > LT_MAX_DIMS)
-      return ltb_error(L, "%s: normalized_shape must have 1 to %d sizes, got %d", op,
-                        LT_MAX_DIMS, (int)n);
+      return ltb_error(L, "%s: normalized_shape must have 1 to %d sizes, got %I", op,
+                        LT_MAX_DIMS, n);
     for (int d = 0; d < (int)n; d++) {
       lua_rawgeti(L, 2, d + 1);
       shape[ndim++] = ltb_check_integer(L, -1, op, "normalized_shape");

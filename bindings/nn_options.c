@@ -91,8 +91,8 @@ static void read_pair(lua_State *L, int idx, const char *op, const char *what, i
                luaL_typename(L, idx));
   }
   if (out[0] < min || out[1] < min)
-    ltb_error(L, "%s: %s must be at least %d, got %d x %d", op, what, (int)min, (int)out[0],
-               (int)out[1]);
+    ltb_error(L, "%s: %s must be at least %I, got %I x %I", op, what, (lua_Integer)min,
+               (lua_Integer)out[0], (lua_Integer)out[1]);
 }
 
 bool ltb_nn_opt_pair(lua_State *L, int opts, const char *op, const char *key, int64_t min,

@@ -16,7 +16,6 @@
 
 static const char tensor_mt_key = 0;
 
-void ltb_push_tensor_metatable(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key); }
 
 ltb_handle *ltb_test_handle(lua_State *L, int idx) {
   ltb_handle *h = lua_touserdata(L, idx);
@@ -312,9 +311,7 @@ static int get_field(lua_State *L, lt_tensor *t, enum field f) {
 }
 
 static void format_shape(char *buf, int n, const lt_tensor *t) {
-  long long shape[LT_MAX_DIMS];
-  for (int i = 0; i < t->ndim; i++) shape[i] = (long long)t->shape[i];
-  lt_format_shape(buf, n, shape, t->ndim);
+  lt_format_shape(buf, n, t->shape, t->ndim);
 }
 
 void ltb_check_grad_matches(lua_State *L, const lt_tensor *t, const lt_tensor *g) {

@@ -16,9 +16,6 @@ typedef struct ltb_handle {
   unsigned watch;    /* the gradient drop waiting for this handle's release (grad_handle.c) */
 } ltb_handle;
 
-/* Pushes the tensor metatable (cached in the registry under a private key). */
-void ltb_push_tensor_metatable(lua_State *L);
-
 /* The handle at idx, or NULL if the value is not a tensor handle (freed or not). */
 ltb_handle *ltb_test_handle(lua_State *L, int idx);
 /* The tensor at idx; NULL if the value is not a tensor; raises "attempt to use

@@ -342,7 +342,7 @@ static lt_status initial_grad(const lt_tensor *root, const lt_tensor *grad, lt_t
     if (lt_numel(root) != 1)
       return lt_error(LT_ERR_SHAPE,
                       "backward: grad can be implicitly created only for scalar outputs (shape %s)",
-                      lt_format_shape(rs, sizeof rs, (const long long *)root->shape, root->ndim));
+                      lt_format_shape(rs, sizeof rs, root->shape, root->ndim));
     return lt_full(root->shape, root->ndim, 1.0, root->dtype, root->storage->device, out);
   }
   if (!grad->storage || grad->refcount <= 0)
@@ -351,8 +351,8 @@ static lt_status initial_grad(const lt_tensor *root, const lt_tensor *grad, lt_t
       memcmp(grad->shape, root->shape, sizeof(int64_t) * root->ndim) != 0)
     return lt_error(LT_ERR_SHAPE, "backward: mismatch in shape: grad has shape %s and the tensor "
                     "has shape %s",
-                    lt_format_shape(gs, sizeof gs, (const long long *)grad->shape, grad->ndim),
-                    lt_format_shape(rs, sizeof rs, (const long long *)root->shape, root->ndim));
+                    lt_format_shape(gs, sizeof gs, grad->shape, grad->ndim),
+                    lt_format_shape(rs, sizeof rs, root->shape, root->ndim));
   if (!lt_device_eq(grad->storage->device, root->storage->device)) {
     char gd[16], rd[16];
     return lt_error(LT_ERR_DEVICE, "backward: grad is on %s but the tensor is on %s",

@@ -193,8 +193,8 @@ lt_status ag_sum_to(const char *who, const lt_tensor *g, const int64_t *shape, i
   if (!fits) {
     char gs[128], is[128];
     return lt_error(LT_ERR_SHAPE, "backward: %s gave a gradient of shape %s for an input of shape %s",
-                    who, lt_format_shape(gs, sizeof gs, (const long long *)g->shape, g->ndim),
-                    lt_format_shape(is, sizeof is, (const long long *)shape, ndim));
+                    who, lt_format_shape(gs, sizeof gs, g->shape, g->ndim),
+                    lt_format_shape(is, sizeof is, shape, ndim));
   }
   if (nd == 0) {
     lt_tensor_retain((lt_tensor *)g);

@@ -37,16 +37,16 @@ static lt_status count_elements(const char *op, const int64_t *shape, int ndim, 
   else if (wrapped)
     return lt_error(LT_ERR_SHAPE,
                     "%s: shape %s has too many elements (numel: integer multiplication overflow)",
-                    op, lt_format_shape(buf, sizeof buf, (const long long *)shape, ndim));
+                    op, lt_format_shape(buf, sizeof buf, shape, ndim));
   if (n > LT_MAX_NUMEL)
     return lt_error(LT_ERR_SHAPE,
                     "%s: shape %s has too many elements (%lld; lt's limit is %lld)",
-                    op, lt_format_shape(buf, sizeof buf, (const long long *)shape, ndim),
+                    op, lt_format_shape(buf, sizeof buf, shape, ndim),
                     (long long)n, (long long)LT_MAX_NUMEL);
   if (with_strides && (stride_wrapped || span > LT_MAX_NUMEL)) /* kernels step in bytes */
     return lt_error(LT_ERR_SHAPE,
                     "%s: shape %s is too large for its strides (Stride calculation overflowed)",
-                    op, lt_format_shape(buf, sizeof buf, (const long long *)shape, ndim));
+                    op, lt_format_shape(buf, sizeof buf, shape, ndim));
   *numel = n;
   return LT_OK;
 }
@@ -204,8 +204,8 @@ lt_status lt_broadcast_shapes(const char *op, const int64_t *a, int na, const in
       char ba[128], bb[128];
       return lt_error(LT_ERR_SHAPE,
                       "%s: shapes %s and %s cannot be broadcast (size %lld vs %lld in dimension %d)",
-                      op, lt_format_shape(ba, sizeof ba, (const long long *)a, na),
-                      lt_format_shape(bb, sizeof bb, (const long long *)b, nb), (long long)sa,
+                      op, lt_format_shape(ba, sizeof ba, a, na),
+                      lt_format_shape(bb, sizeof bb, b, nb), (long long)sa,
                       (long long)sb, i + 1);
     }
     out[i] = sa == 1 ? sb : sa;

@@ -10,8 +10,6 @@
 
 #define SHAPE_BUF 160
 
-static const long long *ll(const int64_t *p) { return (const long long *)p; }
-
 static lt_status contiguous_geometry(const lt_tensor *t, lt_tensor **out);
 
 /* A header sharing t's storage, with t's geometry to be edited by the caller. */
@@ -63,15 +61,15 @@ static lt_status infer_shape(const char *op, const lt_tensor *t, const int64_t *
   char buf[SHAPE_BUF];
   if (too_big && !zero)
     return lt_error(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", op,
-                    lt_format_shape(buf, sizeof buf, ll(shape), ndim), (long long)numel);
+                    lt_format_shape(buf, sizeof buf, shape, ndim), (long long)numel);
   if (infer >= 0) {
     if (known == 0 || numel % known != 0)
       return lt_error(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", op,
-                      lt_format_shape(buf, sizeof buf, ll(shape), ndim), (long long)numel);
+                      lt_format_shape(buf, sizeof buf, shape, ndim), (long long)numel);
     resolved[infer] = numel / known;
   } else if (known != numel) {
     return lt_error(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", op,
-                    lt_format_shape(buf, sizeof buf, ll(shape), ndim), (long long)numel);
+                    lt_format_shape(buf, sizeof buf, shape, ndim), (long long)numel);
   }
   return LT_OK;
 }
@@ -122,7 +120,7 @@ static lt_status view_geometry(const lt_tensor *t, const int64_t *shape, int ndi
     return lt_error(LT_ERR_SHAPE,
                     "view: size %s is not compatible with the input's strides (at least one "
                     "dimension spans two contiguous subspaces); use reshape instead",
-                    lt_format_shape(buf, sizeof buf, ll(resolved), ndim));
+                    lt_format_shape(buf, sizeof buf, resolved, ndim));
   }
   LT_TRY(share(t, out));
   (*out)->ndim = ndim;
@@ -232,8 +230,8 @@ static lt_status expand_geometry(const lt_tensor *t, const int64_t *shape, int n
   char bt[SHAPE_BUF], bs[SHAPE_BUF];
   if (ndim < t->ndim || ndim > LT_MAX_DIMS)
     return lt_error(LT_ERR_SHAPE, "expand: the shape %s has fewer dimensions than the tensor's %s",
-                    lt_format_shape(bs, sizeof bs, ll(shape), ndim < 0 ? 0 : ndim),
-                    lt_format_shape(bt, sizeof bt, ll(t->shape), t->ndim));
+                    lt_format_shape(bs, sizeof bs, shape, ndim < 0 ? 0 : ndim),
+                    lt_format_shape(bt, sizeof bt, t->shape, t->ndim));
   int64_t nshape[LT_MAX_DIMS], nstride[LT_MAX_DIMS];
   int lead = ndim - t->ndim;
   for (int i = 0; i < ndim; i++) {
@@ -255,8 +253,8 @@ static lt_status expand_geometry(const lt_tensor *t, const int64_t *shape, int n
       return lt_error(LT_ERR_SHAPE,
                       "expand: the size of the tensor %s must match the requested %s in dimension "
                       "%lld (or be 1)",
-                      lt_format_shape(bt, sizeof bt, ll(t->shape), t->ndim),
-                      lt_format_shape(bs, sizeof bs, ll(shape), ndim), LT_USER_INDEX(i));
+                      lt_format_shape(bt, sizeof bt, t->shape, t->ndim),
+                      lt_format_shape(bs, sizeof bs, shape, ndim), LT_USER_INDEX(i));
     }
   }
   /* Stride 0 costs no memory, but numel and every loop over the elements
@@ -269,7 +267,7 @@ static lt_status expand_geometry(const lt_tensor *t, const int64_t *shape, int n
   }
   if (!any_zero && (wrapped || numel > LT_MAX_NUMEL))
     return lt_error(LT_ERR_SHAPE, "expand: the shape %s has too many elements (%s)",
-                    lt_format_shape(bs, sizeof bs, ll(nshape), ndim),
+                    lt_format_shape(bs, sizeof bs, nshape, ndim),
                     wrapped ? "numel: integer multiplication overflow" : "more than lt's limit");
   LT_TRY(share(t, out));
   (*out)->ndim = ndim;
@@ -347,7 +345,7 @@ static lt_status flatten_geometry(const lt_tensor *t, int start, int end, lt_ten
                     "flatten: dimensions %lld to %lld of %s hold too many elements for one "
                     "dimension (numel: integer multiplication overflow)",
                     LT_USER_INDEX(start), LT_USER_INDEX(end),
-                    lt_format_shape(buf, sizeof buf, ll(t->shape), t->ndim));
+                    lt_format_shape(buf, sizeof buf, t->shape, t->ndim));
   }
   shape[n++] = merged;
   for (int i = end + 1; i < t->ndim; i++) shape[n++] = t->shape[i];
@@ -392,8 +390,8 @@ static lt_status in_storage(const char *op, lt_status st, lt_tensor **out) {
   st = lt_error(LT_ERR_INDEX,
                 "%s: the view of shape %s (strides %s, offset %lld) reaches outside its storage "
                 "of %lld elements",
-                op, lt_format_shape(bs, sizeof bs, ll(v->shape), v->ndim),
-                lt_format_shape(bt, sizeof bt, ll(v->stride), v->ndim), (long long)v->offset,
+                op, lt_format_shape(bs, sizeof bs, v->shape, v->ndim),
+                lt_format_shape(bt, sizeof bt, v->stride, v->ndim), (long long)v->offset,
                 (long long)elements);
   lt_tensor_release(*out);
   *out = NULL;

@@ -81,11 +81,9 @@ static lt_status read_header(gzFile f, const char *path, uint64_t file_size, int
   }
   if (total > capacity) {
     char buf[160];
-    long long dims[LT_MAX_DIMS];
-    for (int d = 0; d < n; d++) dims[d] = shape[d];
     return lt_error(LT_ERR_IO, "idx: %s is truncated or corrupt: sizes %s need more data than "
                     "the file's %llu bytes can hold",
-                    path, lt_format_shape(buf, sizeof buf, dims, n),
+                    path, lt_format_shape(buf, sizeof buf, shape, n),
                     (unsigned long long)file_size);
   }
   /* A size 0 leaves no data, but the other sizes must still lay out:

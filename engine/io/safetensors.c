@@ -94,9 +94,7 @@ static lt_status check_offsets(const char *path, st_header *h, uint64_t data_siz
                       "that end before they begin", path, e->name,
                       (unsigned long long)e->begin, (unsigned long long)e->end);
     char shape[160];
-    long long dims[LT_MAX_DIMS];
-    for (int d = 0; d < e->ndim; d++) dims[d] = e->shape[d];
-    lt_format_shape(shape, sizeof shape, dims, e->ndim);
+    lt_format_shape(shape, sizeof shape, e->shape, e->ndim);
     if (!entry_bytes(e, &need))
       return lt_error(LT_ERR_IO, "safetensors: %s: tensor '%s' has shape %s, too large", path,
                       e->name, shape);

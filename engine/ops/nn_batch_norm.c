@@ -46,7 +46,7 @@ static lt_status check_channel_param(const char *op, const char *role, const lt_
 static lt_status store_running(lt_tensor *running, lt_tensor *updated) {
   if (!running) return LT_OK;
   if (running == updated) {
-    ops_bump_version(running);
+    ops_bump_version(running, "batch_norm");
     return LT_OK;
   }
   return lt_copy_(running, updated);

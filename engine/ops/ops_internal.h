@@ -45,18 +45,11 @@ lt_status ops_check_disjoint(const char *op, const lt_tensor *out, const char *o
 lt_status ops_inplace_input(const char *op, const lt_tensor *out, const lt_tensor *in,
                             bool refuse_partial, const lt_tensor **use, lt_tensor **copy);
 /* Marks an in-place write by op (a static string such as "relu_"): autograd
- * compares saved versions and names the op in its message.
- * ops_bump_version(t, "relu_"); the one-argument form (older callers) leaves
- * the op unnamed. */
-static inline void ops_bump_version_named(lt_tensor *t, const char *op) {
+ * compares saved versions and names the op in its message. */
+static inline void ops_bump_version(lt_tensor *t, const char *op) {
   t->storage->version++;
   t->storage->last_inplace_op = op;
 }
-static inline void ops_bump_version_unnamed(lt_tensor *t) { ops_bump_version_named(t, NULL); }
-#define OPS_BUMP_VERSION_PICK(a1, a2, name, ...) name
-#define ops_bump_version(...)                                                         \
-  OPS_BUMP_VERSION_PICK(__VA_ARGS__, ops_bump_version_named, ops_bump_version_unnamed, \
-                        unused)(__VA_ARGS__)
 
 /* ---- type promotion (PyTorch's torch.result_type) ---- */
 

@@ -4,9 +4,7 @@
 #include "ops/ops_internal.h"
 
 char *ops_shape_str(char *buf, const int64_t *shape, int ndim) {
-  long long s[LT_MAX_DIMS];
-  for (int i = 0; i < ndim && i < LT_MAX_DIMS; i++) s[i] = (long long)shape[i];
-  return lt_format_shape(buf, OPS_SHAPE_BUF, s, ndim);
+  return lt_format_shape(buf, OPS_SHAPE_BUF, shape, ndim);
 }
 
 lt_status ops_check_live(const char *op, const lt_tensor *t) {

@@ -4,6 +4,8 @@
 #ifndef LT_ERROR_H
 #define LT_ERROR_H
 
+#include <stdint.h>
+
 #include "lt/api.h"
 
 typedef enum lt_status {
@@ -31,12 +33,9 @@ LT_API lt_status lt_error(lt_status code, const char *fmt, ...)
 /* The message of the last failure on this thread ("" if none). */
 LT_API const char *lt_last_error(void);
 
-/* Short name of a status ("shape error", "out of memory", ...). */
-LT_API const char *lt_status_name(lt_status code);
-
 /* Writes "[2, 3, 4]" for a shape into buf (always NUL-terminated); returns buf.
  * Error messages use it so that every op prints shapes the same way. */
-LT_API char *lt_format_shape(char *buf, int buflen, const long long *shape, int ndim);
+LT_API char *lt_format_shape(char *buf, int buflen, const int64_t *shape, int ndim);
 
 /* Messages show dimensions and positions as lt's users write them: 1-based
  * (the engine is 0-based inside; its only users are Lua scripts). */
