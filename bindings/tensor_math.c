@@ -9,19 +9,6 @@
 #include "nn_options.h"
 #include "tensor_handle.h"
 
-static const char *const binary_names[LT_NBINARY] = {
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-    "remainder", "floor_divide"};
-static const char *const binary_inplace_names[LT_NBINARY] = {
-    "add_", "sub_", "mul_", "div_", "pow_", "maximum_", "minimum_",
-    "eq_",  "ne_",  "lt_",  "le_",  "gt_",  "ge_", "remainder_", "floor_divide_"};
-static const char *const unary_names[LT_NUNARY] = {
-    "neg", "exp", "log", "sqrt", "rsqrt", "abs", "relu", "sigmoid", "tanh",
-    "sin", "cos", "reciprocal", "square", "sign", "floor", "ceil", "round", "logical_not"};
-static const char *const unary_inplace_names[LT_NUNARY] = {
-    "neg_", "exp_", "log_", "sqrt_", "rsqrt_", "abs_", "relu_", "sigmoid_", "tanh_",
-    "sin_", "cos_", "reciprocal_", "square_", "sign_", "floor_", "ceil_", "round_", "logical_not_"};
-
 /* A Lua number (or boolean, as 0/1) taking part in an op as a scalar. */
 static bool to_scalar(lua_State *L, int idx, double *v, bool *is_integer) {
   switch (lua_type(L, idx)) {
@@ -44,7 +31,7 @@ static int operand_error(lua_State *L, int idx, const char *op) {
 /* a op b, with a number on either side (also the arithmetic metamethods). */
 static int binary_call(lua_State *L) {
   lt_binary_op op = (lt_binary_op)lua_tointeger(L, lua_upvalueindex(1));
-  const char *name = binary_names[op];
+  const char *name = lt_binary_op_name(op);
   lt_tensor *a = ltb_test_tensor(L, 1), *b = ltb_test_tensor(L, 2), *out = NULL;
   double s;
   bool is_int;
@@ -72,7 +59,7 @@ static int binary_call(lua_State *L) {
 
 static int binary_inplace_call(lua_State *L) {
   lt_binary_op op = (lt_binary_op)lua_tointeger(L, lua_upvalueindex(1));
-  const char *name = binary_inplace_names[op];
+  const char *name = lt_binary_op_inplace_name(op);
   lt_tensor *a = ltb_check_tensor(L, 1, name), *b = ltb_test_tensor(L, 2);
   double s;
   bool is_int;
@@ -87,7 +74,7 @@ static int binary_inplace_call(lua_State *L) {
 
 static int unary_call(lua_State *L) {
   lt_unary_op op = (lt_unary_op)lua_tointeger(L, lua_upvalueindex(1));
-  lt_tensor *a = ltb_check_tensor(L, 1, unary_names[op]), *out = NULL;
+  lt_tensor *a = ltb_check_tensor(L, 1, lt_unary_op_name(op)), *out = NULL;
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_unary(op, a, &out);
   return ltb_finish(L, h, st, out);
@@ -95,7 +82,7 @@ static int unary_call(lua_State *L) {
 
 static int unary_inplace_call(lua_State *L) {
   lt_unary_op op = (lt_unary_op)lua_tointeger(L, lua_upvalueindex(1));
-  lt_tensor *a = ltb_check_tensor(L, 1, unary_inplace_names[op]);
+  lt_tensor *a = ltb_check_tensor(L, 1, lt_unary_op_inplace_name(op));
   lt_status st = lt_unary_(op, a);
   if (st != LT_OK) return ltb_raise(L, st);
   lua_settop(L, 1);
@@ -316,21 +303,23 @@ static int lt_pad_fn(lua_State *L) {
 void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx) {
   methods_idx = lua_absindex(L, methods_idx);
   core_idx = lua_absindex(L, core_idx);
-  for (int op = 0; op < LT_NBINARY_METHODS; op++) {
+  /* One method per row of lt/ops.h's op lists (and its in-place form). */
+  for (int op = 0; op < LT_NBINARY; op++) {
+    if (!lt_binary_is_method((lt_binary_op)op)) continue;
     ltb_push_binary_function(L, (lt_binary_op)op);
-    lua_setfield(L, methods_idx, binary_names[op]);
+    lua_setfield(L, methods_idx, lt_binary_op_name((lt_binary_op)op));
     /* Every op has its in-place form, comparisons included: a:gt_(b) writes
      * 0/1 in a's own dtype, as PyTorch's. */
     lua_pushinteger(L, op);
     lua_pushcclosure(L, binary_inplace_call, 1);
-    lua_setfield(L, methods_idx, binary_inplace_names[op]);
+    lua_setfield(L, methods_idx, lt_binary_op_inplace_name((lt_binary_op)op));
   }
   for (int op = 0; op < LT_NUNARY; op++) {
     ltb_push_unary_function(L, (lt_unary_op)op);
-    lua_setfield(L, methods_idx, unary_names[op]);
+    lua_setfield(L, methods_idx, lt_unary_op_name((lt_unary_op)op));
     lua_pushinteger(L, op);
     lua_pushcclosure(L, unary_inplace_call, 1);
-    lua_setfield(L, methods_idx, unary_inplace_names[op]);
+    lua_setfield(L, methods_idx, lt_unary_op_inplace_name((lt_unary_op)op));
   }
   static const luaL_Reg methods[] = {
       {"clamp", tensor_clamp},         {"clamp_", tensor_clamp_},   {"fill_", tensor_fill_},

@@ -7,25 +7,15 @@
 #include "autograd/grad_calc.h"
 #include "autograd/node.h"
 #include "autograd/record.h"
+#include "ops/op_table.h"
 
 enum { SAVED_A = 0, SAVED_B = 1 };
 
 /* ---- binary ---- */
 
 static const char *binary_node_name(lt_binary_op op) {
-  switch (op) {
-    case LT_OP_ADD: return "AddBackward";
-    case LT_OP_SUB: return "SubBackward";
-    case LT_OP_MUL: return "MulBackward";
-    case LT_OP_DIV: return "DivBackward";
-    case LT_OP_POW: return "PowBackward";
-    case LT_OP_MAXIMUM: return "MaximumBackward";
-    case LT_OP_MINIMUM: return "MinimumBackward";
-    case LT_OP_REMAINDER: return "RemainderBackward";
-    case LT_OP_FLOOR_DIVIDE: return "FloorDivideBackward";
-    case LT_OP_RELU_GRAD: return "ThresholdBackwardBackward";
-    default: return "ComparisonBackward";
-  }
+  const ops_binary_row *row = ops_binary_row_of(op);
+  return row ? row->node_name : "BinaryBackward";
 }
 
 /* The gradient of maximum/minimum for one side: all of g where that side
@@ -134,8 +124,15 @@ static lt_status binary_backward(ag_node *n, lt_tensor *const *grad_out, lt_tens
       if (need_a) ga = ag_bin(&c, LT_OP_RELU_GRAD, g, b);
       if (need_b) gb = ag_zeros_expanded(&c, b->shape, b->ndim, g->dtype, g->storage->device);
       break;
+    case LT_OP_FLOOR_DIVIDE: /* refused above */
+      break;
+    case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT: case LT_OP_GE:
+      break; /* bool results: never recorded */
+    case LT_NBINARY:
     default:
-      break; /* comparisons give bool results: never recorded */
+      ag_calc_end(&c);
+      return lt_error(LT_ERR_INTERNAL, "backward: no formula for binary op %s",
+                      lt_binary_op_name((lt_binary_op)n->p.op));
   }
   grad_in[0] = ag_out(&c, ga);
   if (!scalar) grad_in[1] = ag_out(&c, gb);
@@ -152,7 +149,13 @@ static void binary_saves(lt_binary_op op, bool need_a, bool need_b, bool scalar,
     case LT_OP_POW: case LT_OP_MAXIMUM: case LT_OP_MINIMUM: *keep_a = true, *keep_b = !scalar; break;
     case LT_OP_REMAINDER: *keep_a = need_b || (scalar && scalar_first), *keep_b = need_b; break;
     case LT_OP_RELU_GRAD: *keep_b = need_a || need_b; break;
-    default: break;
+    case LT_OP_ADD: case LT_OP_SUB: case LT_OP_FLOOR_DIVIDE: case LT_OP_EQ: case LT_OP_NE:
+    case LT_OP_LT: case LT_OP_LE: case LT_OP_GT: case LT_OP_GE:
+      break; /* their formulas read no operand */
+    case LT_NBINARY:
+    default: /* an op this switch does not know: keep both, its formula may read them */
+      *keep_a = true, *keep_b = true;
+      break;
   }
   *keep_b = *keep_b && !scalar;
 }
@@ -220,34 +223,14 @@ lt_status ag_record_binary_scalar_(lt_binary_op op, lt_tensor *a, double s, cons
 /* ---- unary ---- */
 
 static const char *unary_node_name(lt_unary_op op) {
-  static const char *const names[LT_NUNARY] = {
-      [LT_OP_NEG] = "NegBackward",       [LT_OP_EXP] = "ExpBackward",
-      [LT_OP_LOG] = "LogBackward",       [LT_OP_SQRT] = "SqrtBackward",
-      [LT_OP_RSQRT] = "RsqrtBackward",   [LT_OP_ABS] = "AbsBackward",
-      [LT_OP_RELU] = "ReluBackward",     [LT_OP_SIGMOID] = "SigmoidBackward",
-      [LT_OP_TANH] = "TanhBackward",     [LT_OP_SIN] = "SinBackward",
-      [LT_OP_COS] = "CosBackward",       [LT_OP_RECIPROCAL] = "ReciprocalBackward",
-      [LT_OP_SQUARE] = "PowBackward",    [LT_OP_SIGN] = "SignBackward",
-      [LT_OP_FLOOR] = "FloorBackward",   [LT_OP_CEIL] = "CeilBackward",
-      [LT_OP_ROUND] = "RoundBackward",   [LT_OP_LOGICAL_NOT] = "LogicalNotBackward",
-  };
-  return (unsigned)op < LT_NUNARY ? names[op] : "UnaryBackward";
+  const ops_unary_row *row = ops_unary_row_of(op);
+  return row ? row->node_name : "UnaryBackward";
 }
 
-typedef enum { SAVES_NOTHING, SAVES_INPUT, SAVES_RESULT } unary_saving;
-
-/* PyTorch's choice: functions whose derivative is cheapest in terms of the
- * result keep the result (relu, exp, sigmoid, tanh, ...). */
-static unary_saving unary_saves(lt_unary_op op) {
-  switch (op) {
-    case LT_OP_EXP: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_RELU: case LT_OP_SIGMOID:
-    case LT_OP_TANH: case LT_OP_RECIPROCAL:
-      return SAVES_RESULT;
-    case LT_OP_LOG: case LT_OP_ABS: case LT_OP_SIN: case LT_OP_COS: case LT_OP_SQUARE:
-      return SAVES_INPUT;
-    default:
-      return SAVES_NOTHING;
-  }
+/* What the backward keeps: the op's row (lt/ops.h). */
+static ops_saves unary_saves(lt_unary_op op) {
+  const ops_unary_row *row = ops_unary_row_of(op);
+  return row ? row->saves : OPS_SAVES_NOTHING;
 }
 
 static lt_status unary_backward(ag_node *n, lt_tensor *const *grad_out, lt_tensor **grad_in) {
@@ -288,15 +271,21 @@ static lt_status unary_backward(ag_node *n, lt_tensor *const *grad_out, lt_tenso
       gi = ag_un(&c, LT_OP_NEG, ag_bin(&c, LT_OP_MUL, g, ag_bin(&c, LT_OP_MUL, y, y)));
       break;
     case LT_OP_SQUARE: gi = ag_bin(&c, LT_OP_MUL, g, ag_bin_s(&c, LT_OP_MUL, x, 2.0)); break;
-    default: /* sign, floor, ceil, round: flat almost everywhere */
+    case LT_OP_SIGN: case LT_OP_FLOOR: case LT_OP_CEIL: case LT_OP_ROUND: case LT_OP_LOGICAL_NOT:
+      /* flat almost everywhere */
       gi = ag_zeros_expanded(&c, in->shape, in->ndim, g->dtype, g->storage->device);
       break;
+    case LT_NUNARY:
+    default:
+      ag_calc_end(&c);
+      return lt_error(LT_ERR_INTERNAL, "backward: no formula for unary op %s",
+                      lt_unary_op_name((lt_unary_op)n->p.op));
   }
   grad_in[0] = ag_out(&c, gi);
   return ag_calc_end(&c);
 }
 
-bool ag_unary_needs_old(lt_unary_op op) { return unary_saves(op) == SAVES_INPUT; }
+bool ag_unary_needs_old(lt_unary_op op) { return unary_saves(op) == OPS_SAVES_INPUT; }
 
 static lt_status record_unary(lt_unary_op op, const lt_tensor *a, lt_tensor *target,
                               const lt_tensor *old) {
@@ -307,9 +296,9 @@ static lt_status record_unary(lt_unary_op op, const lt_tensor *a, lt_tensor *tar
   ag_node_set_input(n, 0, a);
   lt_status st = LT_OK;
   switch (unary_saves(op)) {
-    case SAVES_RESULT: st = ag_node_save(n, 0, target); break;
-    case SAVES_INPUT: st = ag_node_save(n, 0, old ? old : a); break;
-    case SAVES_NOTHING: break;
+    case OPS_SAVES_RESULT: st = ag_node_save(n, 0, target); break;
+    case OPS_SAVES_INPUT: st = ag_node_save(n, 0, old ? old : a); break;
+    case OPS_SAVES_NOTHING: break;
   }
   if (st == LT_OK) st = ag_node_attach(n, target, 0);
   ag_node_release(n);

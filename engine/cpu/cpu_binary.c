@@ -59,33 +59,34 @@ FLOAT_DIVISION(double, double, fmod, floor, copysign)
  * PyTorch; comparisons give 1/0 in the compute type (stored as bool). */
 #define FLOAT_OPS(T, POW)                                                       \
   switch (op) {                                                                 \
-    case LT_OP_REMAINDER: BINARY_LOOPS(T, remainder_##T(x, y)); break;          \
-    case LT_OP_FLOOR_DIVIDE: BINARY_LOOPS(T, floor_divide_##T(x, y)); break;    \
-    case LT_OP_ADD: BINARY_LOOPS(T, x + y); break;                              \
-    case LT_OP_SUB: BINARY_LOOPS(T, x - y); break;                              \
-    case LT_OP_MUL: BINARY_LOOPS(T, x * y); break;                              \
-    case LT_OP_DIV: BINARY_LOOPS(T, x / y); break;                              \
-    case LT_OP_POW: BINARY_LOOPS(T, POW(x, y)); break;                          \
-    case LT_OP_MAXIMUM: BINARY_LOOPS(T, (x != x || x > y) ? x : y); break;      \
-    case LT_OP_MINIMUM: BINARY_LOOPS(T, (x != x || x < y) ? x : y); break;      \
-    case LT_OP_EQ: BINARY_LOOPS(T, (T)(x == y)); break;                         \
-    case LT_OP_NE: BINARY_LOOPS(T, (T)(x != y)); break;                         \
-    case LT_OP_LT: BINARY_LOOPS(T, (T)(x < y)); break;                          \
-    case LT_OP_LE: BINARY_LOOPS(T, (T)(x <= y)); break;                         \
-    case LT_OP_GT: BINARY_LOOPS(T, (T)(x > y)); break;                          \
-    case LT_OP_GE: BINARY_LOOPS(T, (T)(x >= y)); break;                         \
-    case LT_OP_RELU_GRAD: BINARY_LOOPS(T, y <= 0 ? (T)0 : x); break;            \
-    default: break;                                                             \
-  }
+    case LT_OP_REMAINDER: BINARY_LOOPS(T, remainder_##T(x, y)); return true;    \
+    case LT_OP_FLOOR_DIVIDE: BINARY_LOOPS(T, floor_divide_##T(x, y)); return true; \
+    case LT_OP_ADD: BINARY_LOOPS(T, x + y); return true;                        \
+    case LT_OP_SUB: BINARY_LOOPS(T, x - y); return true;                        \
+    case LT_OP_MUL: BINARY_LOOPS(T, x * y); return true;                        \
+    case LT_OP_DIV: BINARY_LOOPS(T, x / y); return true;                        \
+    case LT_OP_POW: BINARY_LOOPS(T, POW(x, y)); return true;                    \
+    case LT_OP_MAXIMUM: BINARY_LOOPS(T, (x != x || x > y) ? x : y); return true; \
+    case LT_OP_MINIMUM: BINARY_LOOPS(T, (x != x || x < y) ? x : y); return true; \
+    case LT_OP_EQ: BINARY_LOOPS(T, (T)(x == y)); return true;                   \
+    case LT_OP_NE: BINARY_LOOPS(T, (T)(x != y)); return true;                   \
+    case LT_OP_LT: BINARY_LOOPS(T, (T)(x < y)); return true;                    \
+    case LT_OP_LE: BINARY_LOOPS(T, (T)(x <= y)); return true;                   \
+    case LT_OP_GT: BINARY_LOOPS(T, (T)(x > y)); return true;                    \
+    case LT_OP_GE: BINARY_LOOPS(T, (T)(x >= y)); return true;                   \
+    case LT_OP_RELU_GRAD: BINARY_LOOPS(T, y <= 0 ? (T)0 : x); return true;      \
+    case LT_NBINARY: break;                                                     \
+  }                                                                             \
+  return false
 
-static void compute_float(lt_binary_op op, const float *a, int64_t sa, const float *b, int64_t sb,
+static bool compute_float(lt_binary_op op, const float *a, int64_t sa, const float *b, int64_t sb,
                           float *o, int64_t n) {
-  FLOAT_OPS(float, powf)
+  FLOAT_OPS(float, powf);
 }
 
-static void compute_double(lt_binary_op op, const double *a, int64_t sa, const double *b,
+static bool compute_double(lt_binary_op op, const double *a, int64_t sa, const double *b,
                            int64_t sb, double *o, int64_t n) {
-  FLOAT_OPS(double, pow)
+  FLOAT_OPS(double, pow);
 }
 
 /* Wrapping integer arithmetic: signed overflow is undefined in C, unsigned
@@ -134,26 +135,28 @@ static int64_t int_pow(int64_t base, int64_t exp) {
   return result;
 }
 
-static void compute_int64(lt_binary_op op, const int64_t *a, int64_t sa, const int64_t *b,
+static bool compute_int64(lt_binary_op op, const int64_t *a, int64_t sa, const int64_t *b,
                           int64_t sb, int64_t *o, int64_t n) {
   switch (op) {
-    case LT_OP_ADD: BINARY_LOOPS(int64_t, wrap_add(x, y)); break;
-    case LT_OP_SUB: BINARY_LOOPS(int64_t, wrap_sub(x, y)); break;
-    case LT_OP_MUL: BINARY_LOOPS(int64_t, wrap_mul(x, y)); break;
-    case LT_OP_DIV: BINARY_LOOPS(int64_t, safe_div(x, y)); break;
-    case LT_OP_POW: BINARY_LOOPS(int64_t, int_pow(x, y)); break;
-    case LT_OP_MAXIMUM: BINARY_LOOPS(int64_t, x > y ? x : y); break;
-    case LT_OP_MINIMUM: BINARY_LOOPS(int64_t, x < y ? x : y); break;
-    case LT_OP_EQ: BINARY_LOOPS(int64_t, x == y); break;
-    case LT_OP_NE: BINARY_LOOPS(int64_t, x != y); break;
-    case LT_OP_LT: BINARY_LOOPS(int64_t, x < y); break;
-    case LT_OP_LE: BINARY_LOOPS(int64_t, x <= y); break;
-    case LT_OP_GT: BINARY_LOOPS(int64_t, x > y); break;
-    case LT_OP_GE: BINARY_LOOPS(int64_t, x >= y); break;
-    case LT_OP_REMAINDER: BINARY_LOOPS(int64_t, int_remainder(x, y)); break;
-    case LT_OP_FLOOR_DIVIDE: BINARY_LOOPS(int64_t, int_floor_divide(x, y)); break;
-    default: break;
+    case LT_OP_ADD: BINARY_LOOPS(int64_t, wrap_add(x, y)); return true;
+    case LT_OP_SUB: BINARY_LOOPS(int64_t, wrap_sub(x, y)); return true;
+    case LT_OP_MUL: BINARY_LOOPS(int64_t, wrap_mul(x, y)); return true;
+    case LT_OP_DIV: BINARY_LOOPS(int64_t, safe_div(x, y)); return true;
+    case LT_OP_POW: BINARY_LOOPS(int64_t, int_pow(x, y)); return true;
+    case LT_OP_MAXIMUM: BINARY_LOOPS(int64_t, x > y ? x : y); return true;
+    case LT_OP_MINIMUM: BINARY_LOOPS(int64_t, x < y ? x : y); return true;
+    case LT_OP_EQ: BINARY_LOOPS(int64_t, x == y); return true;
+    case LT_OP_NE: BINARY_LOOPS(int64_t, x != y); return true;
+    case LT_OP_LT: BINARY_LOOPS(int64_t, x < y); return true;
+    case LT_OP_LE: BINARY_LOOPS(int64_t, x <= y); return true;
+    case LT_OP_GT: BINARY_LOOPS(int64_t, x > y); return true;
+    case LT_OP_GE: BINARY_LOOPS(int64_t, x >= y); return true;
+    case LT_OP_REMAINDER: BINARY_LOOPS(int64_t, int_remainder(x, y)); return true;
+    case LT_OP_FLOOR_DIVIDE: BINARY_LOOPS(int64_t, int_floor_divide(x, y)); return true;
+    case LT_OP_RELU_GRAD: case LT_NBINARY: /* floating only */
+      break;
   }
+  return false;
 }
 
 typedef struct binary_ctx {
@@ -165,13 +168,20 @@ typedef struct binary_ctx {
   union { float f; double d; int64_t i; } scalar;
 } binary_ctx;
 
+/* Runs op over n elements of kind; false when kind has no loop for op. */
+static bool compute_kind(cpu_kind kind, lt_binary_op op, const void *a, int64_t sa,
+                         const void *b, int64_t sb, void *o, int64_t n) {
+  switch (kind) {
+    case CPU_KIND_F32: return compute_float(op, a, sa, b, sb, o, n);
+    case CPU_KIND_F64: return compute_double(op, a, sa, b, sb, o, n);
+    case CPU_KIND_I64: return compute_int64(op, a, sa, b, sb, o, n);
+  }
+  return false;
+}
+
 static void compute(const binary_ctx *c, const void *a, int64_t sa, const void *b, int64_t sb,
                     void *o, int64_t n) {
-  switch (c->kind) {
-    case CPU_KIND_F32: compute_float(c->op, a, sa, b, sb, o, n); break;
-    case CPU_KIND_F64: compute_double(c->op, a, sa, b, sb, o, n); break;
-    case CPU_KIND_I64: compute_int64(c->op, a, sa, b, sb, o, n); break;
-  }
+  (void)compute_kind(c->kind, c->op, a, sa, b, sb, o, n); /* checked by cpu_binary first */
 }
 
 /* Comparisons of float operands into a contiguous bool output (ReLU's
@@ -186,7 +196,7 @@ static void compute(const binary_ctx *c, const void *a, int64_t sa, const void *
     case LT_OP_LE: BINARY_LOOPS(T, x <= y); break;                              \
     case LT_OP_GT: BINARY_LOOPS(T, x > y); break;                               \
     case LT_OP_GE: BINARY_LOOPS(T, x >= y); break;                              \
-    default: break;                                                             \
+    default: break; /* callers send comparisons only */                         \
   }
 
 static void compare_float(lt_binary_op op, const float *a, int64_t sa, const float *b, int64_t sb,
@@ -255,6 +265,10 @@ lt_status cpu_binary(lt_binary_op op, lt_dtype compute_dt, lt_tensor *out, const
   memset(&c, 0, sizeof c);
   c.op = op;
   c.kind = cpu_kind_of(compute_dt);
+  /* Over no elements: only whether the op has a loop for this kind. */
+  if (!compute_kind(c.kind, op, NULL, 1, NULL, 1, NULL, 0))
+    return lt_error(LT_ERR_INTERNAL, "cpu: no %s kernel for binary op %s",
+                    lt_dtype_name(compute_dt), lt_binary_op_name(op));
   c.out_dt = out->dtype;
   c.a_dt = a->dtype;
   c.has_b = b != NULL;

@@ -22,56 +22,62 @@
   } while (0)
 
 /* Floating ops; the float and double versions differ only in the libm
- * function names, passed in as F(name). relu keeps NaN (x < 0 is false). */
+ * function names, passed in as F(name). relu keeps NaN (x < 0 is false).
+ * Each returns false for an op it has no loop for (cpu_unary refuses it). */
 #define FLOAT_UNARY(F)                                                          \
   switch (op) {                                                                 \
-    case LT_OP_NEG: UNARY_LOOP(-x); break;                                      \
-    case LT_OP_EXP: UNARY_LOOP(F(exp)(x)); break;                               \
-    case LT_OP_LOG: UNARY_LOOP(F(log)(x)); break;                               \
-    case LT_OP_SQRT: UNARY_LOOP(F(sqrt)(x)); break;                             \
-    case LT_OP_RSQRT: UNARY_LOOP((T)1 / F(sqrt)(x)); break;                     \
-    case LT_OP_ABS: UNARY_LOOP(F(fabs)(x)); break;                              \
-    case LT_OP_RELU: UNARY_LOOP(x < 0 ? (T)0 : x); break;                       \
-    case LT_OP_SIGMOID: UNARY_LOOP((T)1 / ((T)1 + F(exp)(-x))); break;          \
-    case LT_OP_TANH: UNARY_LOOP(F(tanh)(x)); break;                             \
-    case LT_OP_SIN: UNARY_LOOP(F(sin)(x)); break;                               \
-    case LT_OP_COS: UNARY_LOOP(F(cos)(x)); break;                               \
-    case LT_OP_RECIPROCAL: UNARY_LOOP((T)1 / x); break;                         \
-    case LT_OP_SQUARE: UNARY_LOOP(x * x); break;                                \
-    case LT_OP_SIGN: UNARY_LOOP((T)((x > 0) - (x < 0))); break;                 \
-    case LT_OP_FLOOR: UNARY_LOOP(F(floor)(x)); break;                           \
-    case LT_OP_CEIL: UNARY_LOOP(F(ceil)(x)); break;                             \
-    case LT_OP_ROUND: UNARY_LOOP(F(nearbyint)(x)); break; /* half to even */    \
-    case LT_OP_LOGICAL_NOT: UNARY_LOOP((T)(x == 0)); break;                     \
-    default: break;                                                             \
-  }
+    case LT_OP_NEG: UNARY_LOOP(-x); return true;                                \
+    case LT_OP_EXP: UNARY_LOOP(F(exp)(x)); return true;                         \
+    case LT_OP_LOG: UNARY_LOOP(F(log)(x)); return true;                         \
+    case LT_OP_SQRT: UNARY_LOOP(F(sqrt)(x)); return true;                       \
+    case LT_OP_RSQRT: UNARY_LOOP((T)1 / F(sqrt)(x)); return true;               \
+    case LT_OP_ABS: UNARY_LOOP(F(fabs)(x)); return true;                        \
+    case LT_OP_RELU: UNARY_LOOP(x < 0 ? (T)0 : x); return true;                 \
+    case LT_OP_SIGMOID: UNARY_LOOP((T)1 / ((T)1 + F(exp)(-x))); return true;    \
+    case LT_OP_TANH: UNARY_LOOP(F(tanh)(x)); return true;                       \
+    case LT_OP_SIN: UNARY_LOOP(F(sin)(x)); return true;                         \
+    case LT_OP_COS: UNARY_LOOP(F(cos)(x)); return true;                         \
+    case LT_OP_RECIPROCAL: UNARY_LOOP((T)1 / x); return true;                   \
+    case LT_OP_SQUARE: UNARY_LOOP(x * x); return true;                          \
+    case LT_OP_SIGN: UNARY_LOOP((T)((x > 0) - (x < 0))); return true;           \
+    case LT_OP_FLOOR: UNARY_LOOP(F(floor)(x)); return true;                     \
+    case LT_OP_CEIL: UNARY_LOOP(F(ceil)(x)); return true;                       \
+    case LT_OP_ROUND: UNARY_LOOP(F(nearbyint)(x)); return true; /* half to even */ \
+    case LT_OP_LOGICAL_NOT: UNARY_LOOP((T)(x == 0)); return true;               \
+    case LT_NUNARY: break;                                                      \
+  }                                                                             \
+  return false
 
 #define FLOAT_NAME(name) name##f
 #define DOUBLE_NAME(name) name
 
-static void unary_float(lt_unary_op op, const float *a, int64_t sa, float *o, int64_t n) {
+static bool unary_float(lt_unary_op op, const float *a, int64_t sa, float *o, int64_t n) {
   typedef float T;
-  FLOAT_UNARY(FLOAT_NAME)
+  FLOAT_UNARY(FLOAT_NAME);
 }
 
-static void unary_double(lt_unary_op op, const double *a, int64_t sa, double *o, int64_t n) {
+static bool unary_double(lt_unary_op op, const double *a, int64_t sa, double *o, int64_t n) {
   typedef double T;
-  FLOAT_UNARY(DOUBLE_NAME)
+  FLOAT_UNARY(DOUBLE_NAME);
 }
 
-/* Integers: the float-only ops never get here (ops/ promotes them to
- * float32); floor/ceil/round are the identity. Negation wraps. */
-static void unary_int64(lt_unary_op op, const int64_t *a, int64_t sa, int64_t *o, int64_t n) {
+/* Integers: floor/ceil/round are the identity; negation wraps. The
+ * float-only ops never get here (ops/ promotes them to float32). */
+static bool unary_int64(lt_unary_op op, const int64_t *a, int64_t sa, int64_t *o, int64_t n) {
   typedef int64_t T;
   switch (op) {
-    case LT_OP_NEG: UNARY_LOOP((int64_t)(0 - (uint64_t)x)); break;
-    case LT_OP_ABS: UNARY_LOOP(x < 0 ? (int64_t)(0 - (uint64_t)x) : x); break;
-    case LT_OP_RELU: UNARY_LOOP(x < 0 ? 0 : x); break;
-    case LT_OP_SQUARE: UNARY_LOOP((int64_t)((uint64_t)x * (uint64_t)x)); break;
-    case LT_OP_SIGN: UNARY_LOOP((x > 0) - (x < 0)); break;
-    case LT_OP_LOGICAL_NOT: UNARY_LOOP(x == 0); break;
-    default: UNARY_LOOP(x); break;
+    case LT_OP_NEG: UNARY_LOOP((int64_t)(0 - (uint64_t)x)); return true;
+    case LT_OP_ABS: UNARY_LOOP(x < 0 ? (int64_t)(0 - (uint64_t)x) : x); return true;
+    case LT_OP_RELU: UNARY_LOOP(x < 0 ? 0 : x); return true;
+    case LT_OP_SQUARE: UNARY_LOOP((int64_t)((uint64_t)x * (uint64_t)x)); return true;
+    case LT_OP_SIGN: UNARY_LOOP((x > 0) - (x < 0)); return true;
+    case LT_OP_LOGICAL_NOT: UNARY_LOOP(x == 0); return true;
+    case LT_OP_FLOOR: case LT_OP_CEIL: case LT_OP_ROUND: UNARY_LOOP(x); return true;
+    case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_SIGMOID:
+    case LT_OP_TANH: case LT_OP_SIN: case LT_OP_COS: case LT_OP_RECIPROCAL: case LT_NUNARY:
+      break;
   }
+  return false;
 }
 
 typedef union kind_buf { double d[CPU_BUF]; int64_t i[CPU_BUF]; float f[CPU_BUF]; } kind_buf;
@@ -105,13 +111,20 @@ static void unary_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   }
 }
 
+/* Runs op over n elements of kind; false when kind has no loop for op. */
+static bool unary_kind(cpu_kind kind, lt_unary_op op, const void *a, int64_t sa, void *o,
+                       int64_t n) {
+  switch (kind) {
+    case CPU_KIND_F32: return unary_float(op, a, sa, o, n);
+    case CPU_KIND_F64: return unary_double(op, a, sa, o, n);
+    case CPU_KIND_I64: return unary_int64(op, a, sa, o, n);
+  }
+  return false;
+}
+
 LT_CPU_CLONES static void unary_compute(const void *vctx, const void *a, int64_t sa, void *o, int64_t n) {
   const unary_ctx *c = vctx;
-  switch (c->kind) {
-    case CPU_KIND_F32: unary_float(c->op, a, sa, o, n); break;
-    case CPU_KIND_F64: unary_double(c->op, a, sa, o, n); break;
-    case CPU_KIND_I64: unary_int64(c->op, a, sa, o, n); break;
-  }
+  (void)unary_kind(c->kind, c->op, a, sa, o, n); /* checked by cpu_unary first */
 }
 
 static void run_unary(unary_ctx *c, lt_tensor *out, const lt_tensor *a) {
@@ -125,6 +138,10 @@ lt_status cpu_unary(lt_unary_op op, lt_dtype compute, lt_tensor *out, const lt_t
   unary_ctx c;
   memset(&c, 0, sizeof c);
   c.kind = cpu_kind_of(compute);
+  /* Over no elements: only whether the op has a loop for this kind. */
+  if (!unary_kind(c.kind, op, NULL, 1, NULL, 0))
+    return lt_error(LT_ERR_INTERNAL, "cpu: no %s kernel for unary op %s", lt_dtype_name(compute),
+                    lt_unary_op_name(op));
   c.out_dt = out->dtype;
   c.a_dt = a->dtype;
   c.fn = unary_compute;

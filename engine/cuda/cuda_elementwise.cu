@@ -18,13 +18,13 @@
 // ---- the per-element math, matching engine/cpu/cpu_binary.c ----
 
 // Python's % and // for floats, as PyTorch computes them (see cpu_binary.c).
-template <typename C> __device__ inline C float_remainder(C x, C y) {
+template <typename C> __host__ __device__ inline C float_remainder(C x, C y) {
   C m = fmod(x, y);
   if (m != 0 && ((y < 0) != (m < 0))) m += y;
   return m;
 }
 
-template <typename C> __device__ inline C float_floor_divide(C x, C y) {
+template <typename C> __host__ __device__ inline C float_floor_divide(C x, C y) {
   if (y == 0) return x / y;
   const C m = fmod(x, y);
   C d = (x - m) / y;
@@ -35,35 +35,35 @@ template <typename C> __device__ inline C float_floor_divide(C x, C y) {
   return f;
 }
 
-template <typename C> __device__ inline C binary_float(int op, C x, C y) {
+template <typename C> __host__ __device__ inline bool binary_float(int op, C x, C y, C *r) {
   switch (op) {
-    case LT_OP_ADD: return x + y;
-    case LT_OP_SUB: return x - y;
-    case LT_OP_MUL: return x * y;
-    case LT_OP_DIV: return x / y;
-    case LT_OP_POW: return pow(x, y);
-    case LT_OP_MAXIMUM: return (x != x || x > y) ? x : y; // NaN propagates
-    case LT_OP_MINIMUM: return (x != x || x < y) ? x : y;
-    case LT_OP_EQ: return (C)(x == y);
-    case LT_OP_NE: return (C)(x != y);
-    case LT_OP_LT: return (C)(x < y);
-    case LT_OP_LE: return (C)(x <= y);
-    case LT_OP_GT: return (C)(x > y);
-    case LT_OP_GE: return (C)(x >= y);
-    case LT_OP_REMAINDER: return float_remainder(x, y);
-    case LT_OP_FLOOR_DIVIDE: return float_floor_divide(x, y);
-    case LT_OP_RELU_GRAD: return y <= (C)0 ? (C)0 : x; // a NaN y passes x, as PyTorch
-    default: return 0;
+    case LT_OP_ADD: *r = x + y; return true;
+    case LT_OP_SUB: *r = x - y; return true;
+    case LT_OP_MUL: *r = x * y; return true;
+    case LT_OP_DIV: *r = x / y; return true;
+    case LT_OP_POW: *r = pow(x, y); return true;
+    case LT_OP_MAXIMUM: *r = (x != x || x > y) ? x : y; return true; // NaN propagates
+    case LT_OP_MINIMUM: *r = (x != x || x < y) ? x : y; return true;
+    case LT_OP_EQ: *r = (C)(x == y); return true;
+    case LT_OP_NE: *r = (C)(x != y); return true;
+    case LT_OP_LT: *r = (C)(x < y); return true;
+    case LT_OP_LE: *r = (C)(x <= y); return true;
+    case LT_OP_GT: *r = (C)(x > y); return true;
+    case LT_OP_GE: *r = (C)(x >= y); return true;
+    case LT_OP_REMAINDER: *r = float_remainder(x, y); return true;
+    case LT_OP_FLOOR_DIVIDE: *r = float_floor_divide(x, y); return true;
+    case LT_OP_RELU_GRAD: *r = y <= (C)0 ? (C)0 : x; return true; // a NaN y passes x, as PyTorch
+    default: return false; // the host refuses the op first
   }
 }
 
 // Integer arithmetic wraps (through unsigned: signed overflow is undefined).
-__device__ inline int64_t wrap_mul(int64_t x, int64_t y) {
+__host__ __device__ inline int64_t wrap_mul(int64_t x, int64_t y) {
   return (int64_t)((uint64_t)x * (uint64_t)y);
 }
 
 // PyTorch's integer pow: a negative exponent gives 1, +-1 or 0.
-__device__ inline int64_t int_pow(int64_t base, int64_t exp) {
+__host__ __device__ inline int64_t int_pow(int64_t base, int64_t exp) {
   if (exp < 0) {
     if (base == 1) return 1;
     if (base == -1) return (exp & 1) ? -1 : 1;
@@ -78,85 +78,124 @@ __device__ inline int64_t int_pow(int64_t base, int64_t exp) {
   return result;
 }
 
-__device__ inline int64_t binary_int(int op, int64_t x, int64_t y) {
+__host__ __device__ inline int64_t int_divide(int64_t x, int64_t y) {
+  if (y == 0) return 0; // never traps: x / 0 gives 0, INT64_MIN / -1 wraps
+  if (y == -1) return (int64_t)(0 - (uint64_t)x);
+  return x / y;
+}
+
+// Python's % and //: a divisor of 0 gives 0 (not checked on the GPU), -1 never traps.
+__host__ __device__ inline int64_t int_remainder(int64_t x, int64_t y) {
+  if (y == 0 || y == -1) return 0;
+  const int64_t m = x % y;
+  return m != 0 && ((m < 0) != (y < 0)) ? m + y : m;
+}
+
+__host__ __device__ inline int64_t int_floor_divide(int64_t x, int64_t y) {
+  if (y == 0) return 0;
+  if (y == -1) return (int64_t)(0 - (uint64_t)x);
+  const int64_t q = x / y;
+  return x % y != 0 && ((x < 0) != (y < 0)) ? q - 1 : q;
+}
+
+__host__ __device__ inline bool binary_int(int op, int64_t x, int64_t y, int64_t *r) {
   switch (op) {
-    case LT_OP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
-    case LT_OP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
-    case LT_OP_MUL: return wrap_mul(x, y);
-    case LT_OP_DIV: // never traps: x / 0 gives 0, INT64_MIN / -1 wraps
-      if (y == 0) return 0;
-      if (y == -1) return (int64_t)(0 - (uint64_t)x);
-      return x / y;
-    case LT_OP_POW: return int_pow(x, y);
-    case LT_OP_MAXIMUM: return x > y ? x : y;
-    case LT_OP_MINIMUM: return x < y ? x : y;
-    case LT_OP_EQ: return x == y;
-    case LT_OP_NE: return x != y;
-    case LT_OP_LT: return x < y;
-    case LT_OP_LE: return x <= y;
-    case LT_OP_GT: return x > y;
-    case LT_OP_GE: return x >= y;
-    case LT_OP_REMAINDER: { // a divisor of 0 gives 0 (not checked on the GPU), -1 never traps
-      if (y == 0 || y == -1) return 0;
-      const int64_t r = x % y;
-      return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
-    }
-    case LT_OP_FLOOR_DIVIDE: {
-      if (y == 0) return 0;
-      if (y == -1) return (int64_t)(0 - (uint64_t)x);
-      const int64_t q = x / y;
-      return x % y != 0 && ((x < 0) != (y < 0)) ? q - 1 : q;
-    }
-    default: return 0;
+    case LT_OP_ADD: *r = (int64_t)((uint64_t)x + (uint64_t)y); return true;
+    case LT_OP_SUB: *r = (int64_t)((uint64_t)x - (uint64_t)y); return true;
+    case LT_OP_MUL: *r = wrap_mul(x, y); return true;
+    case LT_OP_DIV: *r = int_divide(x, y); return true;
+    case LT_OP_POW: *r = int_pow(x, y); return true;
+    case LT_OP_MAXIMUM: *r = x > y ? x : y; return true;
+    case LT_OP_MINIMUM: *r = x < y ? x : y; return true;
+    case LT_OP_EQ: *r = x == y; return true;
+    case LT_OP_NE: *r = x != y; return true;
+    case LT_OP_LT: *r = x < y; return true;
+    case LT_OP_LE: *r = x <= y; return true;
+    case LT_OP_GT: *r = x > y; return true;
+    case LT_OP_GE: *r = x >= y; return true;
+    case LT_OP_REMAINDER: *r = int_remainder(x, y); return true;
+    case LT_OP_FLOOR_DIVIDE: *r = int_floor_divide(x, y); return true;
+    default: return false; // the host refuses the op first
   }
 }
 
-template <typename C> __device__ inline C binary_op(int op, C x, C y) { return binary_float(op, x, y); }
+template <typename C> __device__ inline C binary_op(int op, C x, C y) {
+  C r = 0;
+  binary_float(op, x, y, &r);
+  return r;
+}
 template <> __device__ inline int64_t binary_op<int64_t>(int op, int64_t x, int64_t y) {
-  return binary_int(op, x, y);
+  int64_t r = 0;
+  binary_int(op, x, y, &r);
+  return r;
 }
 
 // float and double differ only in which libm overload is picked.
-template <typename C> __device__ inline C unary_float(int op, C x) {
+template <typename C> __host__ __device__ inline bool unary_float(int op, C x, C *r) {
   switch (op) {
-    case LT_OP_NEG: return -x;
-    case LT_OP_EXP: return exp(x);
-    case LT_OP_LOG: return log(x);
-    case LT_OP_SQRT: return sqrt(x);
-    case LT_OP_RSQRT: return (C)1 / sqrt(x);
-    case LT_OP_ABS: return fabs(x);
-    case LT_OP_RELU: return x < 0 ? (C)0 : x; // NaN kept
-    case LT_OP_SIGMOID: return (C)1 / ((C)1 + exp(-x));
-    case LT_OP_TANH: return tanh(x);
-    case LT_OP_SIN: return sin(x);
-    case LT_OP_COS: return cos(x);
-    case LT_OP_RECIPROCAL: return (C)1 / x;
-    case LT_OP_SQUARE: return x * x;
-    case LT_OP_SIGN: return (C)((x > 0) - (x < 0));
-    case LT_OP_FLOOR: return floor(x);
-    case LT_OP_CEIL: return ceil(x);
-    case LT_OP_ROUND: return rint(x); // half to even, as nearbyint on the CPU
-    case LT_OP_LOGICAL_NOT: return (C)(x == 0);
-    default: return x;
+    case LT_OP_NEG: *r = -x; return true;
+    case LT_OP_EXP: *r = exp(x); return true;
+    case LT_OP_LOG: *r = log(x); return true;
+    case LT_OP_SQRT: *r = sqrt(x); return true;
+    case LT_OP_RSQRT: *r = (C)1 / sqrt(x); return true;
+    case LT_OP_ABS: *r = fabs(x); return true;
+    case LT_OP_RELU: *r = x < 0 ? (C)0 : x; return true; // NaN kept
+    case LT_OP_SIGMOID: *r = (C)1 / ((C)1 + exp(-x)); return true;
+    case LT_OP_TANH: *r = tanh(x); return true;
+    case LT_OP_SIN: *r = sin(x); return true;
+    case LT_OP_COS: *r = cos(x); return true;
+    case LT_OP_RECIPROCAL: *r = (C)1 / x; return true;
+    case LT_OP_SQUARE: *r = x * x; return true;
+    case LT_OP_SIGN: *r = (C)((x > 0) - (x < 0)); return true;
+    case LT_OP_FLOOR: *r = floor(x); return true;
+    case LT_OP_CEIL: *r = ceil(x); return true;
+    case LT_OP_ROUND: *r = rint(x); return true; // half to even, as nearbyint on the CPU
+    case LT_OP_LOGICAL_NOT: *r = (C)(x == 0); return true;
+    default: return false; // the host refuses the op first
   }
 }
 
 // Integers: ops/ promotes the float-only ops to float32 first; floor, ceil
 // and round are the identity; negation wraps.
-__device__ inline int64_t unary_int(int op, int64_t x) {
+__host__ __device__ inline bool unary_int(int op, int64_t x, int64_t *r) {
   switch (op) {
-    case LT_OP_NEG: return (int64_t)(0 - (uint64_t)x);
-    case LT_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case LT_OP_RELU: return x < 0 ? 0 : x;
-    case LT_OP_SQUARE: return wrap_mul(x, x);
-    case LT_OP_SIGN: return (x > 0) - (x < 0);
-    case LT_OP_LOGICAL_NOT: return x == 0;
-    default: return x;
+    case LT_OP_NEG: *r = (int64_t)(0 - (uint64_t)x); return true;
+    case LT_OP_ABS: *r = x < 0 ? (int64_t)(0 - (uint64_t)x) : x; return true;
+    case LT_OP_RELU: *r = x < 0 ? 0 : x; return true;
+    case LT_OP_SQUARE: *r = wrap_mul(x, x); return true;
+    case LT_OP_SIGN: *r = (x > 0) - (x < 0); return true;
+    case LT_OP_LOGICAL_NOT: *r = x == 0; return true;
+    case LT_OP_FLOOR: case LT_OP_CEIL: case LT_OP_ROUND: *r = x; return true; // the identity
+    default: return false; // the float-only ops: ops/ promotes them; the host refuses others
   }
 }
 
-template <typename C> __device__ inline C unary_op(int op, C x) { return unary_float(op, x); }
-template <> __device__ inline int64_t unary_op<int64_t>(int op, int64_t x) { return unary_int(op, x); }
+template <typename C> __device__ inline C unary_op(int op, C x) {
+  C r = 0;
+  unary_float(op, x, &r);
+  return r;
+}
+template <> __device__ inline int64_t unary_op<int64_t>(int op, int64_t x) {
+  int64_t r = 0;
+  unary_int(op, x, &r);
+  return r;
+}
+
+// Whether the per-element math above has a case for op in this compute
+// kind, asked on the host before a launch: the same switch, so an op added
+// to lt/ops.h without its CUDA case is refused with an error, where a
+// default would have copied the input.
+static bool binary_has_math(int op, bool integer) {
+  double d;
+  int64_t i;
+  return integer ? binary_int(op, 1, 1, &i) : binary_float<double>(op, 1.0, 1.0, &d);
+}
+
+static bool unary_has_math(int op, bool integer) {
+  double d;
+  int64_t i;
+  return integer ? unary_int(op, 1, &i) : unary_float<double>(op, 1.0, &d);
+}
 
 // ---- per-element bodies, shared by the strided and the vector kernels so
 // that both paths compute exactly the same thing ----
@@ -571,6 +610,9 @@ template <int DI, int DO> static unsigned vec_blocks(int64_t numel) {
 
 lt_status cuda_binary(lt_binary_op op, lt_dtype compute, lt_tensor *out, const lt_tensor *a,
                       const lt_tensor *b, lt_scalar s, bool scalar_first) {
+  if (!binary_has_math(op, kind_of(compute) == KIND_I64))
+    return lt_error(LT_ERR_INTERNAL, "cuda: no %s kernel for binary op %s",
+                    lt_dtype_name(compute), lt_binary_op_name(op));
   const lt_tensor *ops[3] = {out, a, b};
   cuda_geom g;
   cuda_geom_init(&g, ops, b ? 3 : 2);
@@ -613,6 +655,9 @@ lt_status cuda_binary(lt_binary_op op, lt_dtype compute, lt_tensor *out, const l
 }
 
 lt_status cuda_unary(lt_unary_op op, lt_dtype compute, lt_tensor *out, const lt_tensor *a) {
+  if (!unary_has_math(op, kind_of(compute) == KIND_I64))
+    return lt_error(LT_ERR_INTERNAL, "cuda: no %s kernel for unary op %s", lt_dtype_name(compute),
+                    lt_unary_op_name(op));
   const lt_tensor *ops[2] = {out, a};
   cuda_geom g;
   cuda_geom_init(&g, ops, 2);

@@ -3,83 +3,38 @@
 #include <stdio.h>
 
 #include "ops/autocast_internal.h"
+#include "ops/op_table.h"
 #include "ops/ops_internal.h"
 
-static const char *const binary_names[LT_NBINARY] = {
-    [LT_OP_ADD] = "add",         [LT_OP_SUB] = "sub",         [LT_OP_MUL] = "mul",
-    [LT_OP_DIV] = "div",         [LT_OP_POW] = "pow",         [LT_OP_MAXIMUM] = "maximum",
-    [LT_OP_MINIMUM] = "minimum", [LT_OP_EQ] = "eq",           [LT_OP_NE] = "ne",
-    [LT_OP_LT] = "lt",           [LT_OP_LE] = "le",           [LT_OP_GT] = "gt",
-    [LT_OP_GE] = "ge",           [LT_OP_REMAINDER] = "remainder",
-    [LT_OP_FLOOR_DIVIDE] = "floor_divide",  [LT_OP_RELU_GRAD] = "relu_grad",
-};
+static const char *binary_inplace_name(lt_binary_op op) { return lt_binary_op_inplace_name(op); }
+static const char *unary_inplace_name(lt_unary_op op) { return lt_unary_op_inplace_name(op); }
 
-static const char *const unary_names[LT_NUNARY] = {
-    [LT_OP_NEG] = "neg",       [LT_OP_EXP] = "exp",         [LT_OP_LOG] = "log",
-    [LT_OP_SQRT] = "sqrt",     [LT_OP_RSQRT] = "rsqrt",     [LT_OP_ABS] = "abs",
-    [LT_OP_RELU] = "relu",     [LT_OP_SIGMOID] = "sigmoid", [LT_OP_TANH] = "tanh",
-    [LT_OP_SIN] = "sin",       [LT_OP_COS] = "cos",         [LT_OP_RECIPROCAL] = "reciprocal",
-    [LT_OP_SQUARE] = "square", [LT_OP_SIGN] = "sign",       [LT_OP_FLOOR] = "floor",
-    [LT_OP_CEIL] = "ceil",     [LT_OP_ROUND] = "round",     [LT_OP_LOGICAL_NOT] = "logical_not",
-};
-
-/* In-place names, static because a storage keeps its last writer's name. */
-static const char *const binary_inplace_names[LT_NBINARY] = {
-    [LT_OP_ADD] = "add_",         [LT_OP_SUB] = "sub_",         [LT_OP_MUL] = "mul_",
-    [LT_OP_DIV] = "div_",         [LT_OP_POW] = "pow_",         [LT_OP_MAXIMUM] = "maximum_",
-    [LT_OP_MINIMUM] = "minimum_", [LT_OP_EQ] = "eq_",           [LT_OP_NE] = "ne_",
-    [LT_OP_LT] = "lt_",           [LT_OP_LE] = "le_",           [LT_OP_GT] = "gt_",
-    [LT_OP_GE] = "ge_",           [LT_OP_REMAINDER] = "remainder_",
-    [LT_OP_FLOOR_DIVIDE] = "floor_divide_", [LT_OP_RELU_GRAD] = "relu_grad_",
-};
-
-static const char *const unary_inplace_names[LT_NUNARY] = {
-    [LT_OP_NEG] = "neg_",       [LT_OP_EXP] = "exp_",         [LT_OP_LOG] = "log_",
-    [LT_OP_SQRT] = "sqrt_",     [LT_OP_RSQRT] = "rsqrt_",     [LT_OP_ABS] = "abs_",
-    [LT_OP_RELU] = "relu_",     [LT_OP_SIGMOID] = "sigmoid_", [LT_OP_TANH] = "tanh_",
-    [LT_OP_SIN] = "sin_",       [LT_OP_COS] = "cos_",         [LT_OP_RECIPROCAL] = "reciprocal_",
-    [LT_OP_SQUARE] = "square_", [LT_OP_SIGN] = "sign_",       [LT_OP_FLOOR] = "floor_",
-    [LT_OP_CEIL] = "ceil_",     [LT_OP_ROUND] = "round_",     [LT_OP_LOGICAL_NOT] = "logical_not_",
-};
-
-const char *lt_binary_op_name(lt_binary_op op) {
-  return (unsigned)op < LT_NBINARY ? binary_names[op] : "unknown";
+static bool autocast_float32(lt_binary_op op) {
+  const ops_binary_row *row = ops_binary_row_of(op);
+  return row && row->autocast_float32;
 }
-
-const char *lt_unary_op_name(lt_unary_op op) {
-  return (unsigned)op < LT_NUNARY ? unary_names[op] : "unknown";
-}
-
-static const char *binary_inplace_name(lt_binary_op op) {
-  return (unsigned)op < LT_NBINARY ? binary_inplace_names[op] : "unknown_";
-}
-
-static const char *unary_inplace_name(lt_unary_op op) {
-  return (unsigned)op < LT_NUNARY ? unary_inplace_names[op] : "unknown_";
-}
-
 
 /* The dtype a binary op computes in, and its result dtype, from the inputs'
  * promoted dtype. */
 static lt_status binary_types(const char *name, lt_binary_op op, lt_dtype common,
                               lt_dtype *compute, lt_dtype *result) {
-  if ((unsigned)op >= LT_NBINARY)
-    return lt_error(LT_ERR_ARG, "%s: unknown binary op %d", name, (int)op);
+  const ops_binary_row *row = ops_binary_row_of(op);
+  if (!row) return lt_error(LT_ERR_ARG, "%s: unknown binary op %d", name, (int)op);
   if (op == LT_OP_SUB && common == LT_BOOL)
     return lt_error(LT_ERR_DTYPE,
                     "%s: subtraction, the `-` operator, with two bool tensors is not supported; "
                     "use logical_xor() instead",
                     name);
-  if ((op == LT_OP_REMAINDER || op == LT_OP_FLOOR_DIVIDE) && common == LT_BOOL)
+  if (row->kind == OPS_BINARY_INTEGRAL && common == LT_BOOL)
     return lt_error(LT_ERR_DTYPE, "%s: not implemented for bool tensors", name);
-  if (op == LT_OP_RELU_GRAD && !lt_dtype_is_floating(common))
+  if (row->kind == OPS_BINARY_GRAD && !lt_dtype_is_floating(common))
     return lt_error(LT_ERR_DTYPE, "%s: expected floating point tensors, got %s", name,
                     lt_dtype_name(common));
   *compute = common;
   *result = common;
-  if (op == LT_OP_DIV && !lt_dtype_is_floating(common)) /* true division */
+  if (row->kind == OPS_BINARY_DIVIDE && !lt_dtype_is_floating(common)) /* true division */
     *compute = *result = LT_FLOAT32;
-  if (lt_binary_is_comparison(op)) *result = LT_BOOL;
+  if (row->kind == OPS_BINARY_COMPARE) *result = LT_BOOL;
   return LT_OK;
 }
 
@@ -87,7 +42,8 @@ static lt_status binary_types(const char *name, lt_binary_op op, lt_dtype common
  * division by zero on the CPU. On a GPU neither it nor lt checks (that would
  * wait for the device); lt's kernels give 0 there instead of trapping. */
 static bool is_int_division(lt_binary_op op, lt_dtype compute) {
-  return (op == LT_OP_REMAINDER || op == LT_OP_FLOOR_DIVIDE) && !lt_dtype_is_floating(compute);
+  const ops_binary_row *row = ops_binary_row_of(op);
+  return row && row->kind == OPS_BINARY_INTEGRAL && !lt_dtype_is_floating(compute);
 }
 
 static lt_status zero_divisor(const char *name) {
@@ -120,8 +76,8 @@ static lt_status check_tensor_pair(const char *name, const lt_tensor *a, const l
 }
 
 lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
-  /* Autocast: powers run in float32. */
-  if (op == LT_OP_POW && ac_wanted(a))
+  /* Autocast: the rows marked FLOAT32 (pow) run in float32. */
+  if (autocast_float32(op) && ac_wanted(a))
     AC_REDISPATCH(AC_FLOAT32, 2, AC_LIST(a, b), lt_binary(op, ac.t[0], ac.t[1], out));
   const char *name = lt_binary_op_name(op);
   LT_TRY(check_tensor_pair(name, a, b));
@@ -162,7 +118,7 @@ static lt_status check_int_pow(const char *name, lt_binary_op op, lt_dtype compu
 
 lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool is_integer,
                            bool scalar_first, lt_tensor **out) {
-  if (op == LT_OP_POW && ac_wanted(a))
+  if (autocast_float32(op) && ac_wanted(a))
     AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(a),
                   lt_binary_scalar(op, ac.t[0], s, is_integer, scalar_first, out));
   const char *name = lt_binary_op_name(op);
@@ -259,39 +215,29 @@ lt_status lt_binary_scalar_(lt_binary_op op, lt_tensor *a, double s, bool is_int
 
 /* ---- unary ---- */
 
-static bool float_only(lt_unary_op op) {
-  switch (op) {
-    case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_SIGMOID:
-    case LT_OP_TANH: case LT_OP_SIN: case LT_OP_COS: case LT_OP_RECIPROCAL:
-      return true;
-    default:
-      return false;
-  }
-}
-
 /* As PyTorch: math functions turn integers into float32; neg, abs, relu,
  * sign and rounding keep the dtype; square of bool is int64; logical_not
  * gives bool; negating a bool is an error. */
 static lt_status unary_types(const char *name, lt_unary_op op, lt_dtype in, lt_dtype *compute,
                              lt_dtype *result) {
-  if ((unsigned)op >= LT_NUNARY)
-    return lt_error(LT_ERR_ARG, "%s: unknown unary op %d", name, (int)op);
+  const ops_unary_row *row = ops_unary_row_of(op);
+  if (!row) return lt_error(LT_ERR_ARG, "%s: unknown unary op %d", name, (int)op);
   if (op == LT_OP_NEG && in == LT_BOOL)
     return lt_error(LT_ERR_DTYPE,
                     "%s: negation, the `-` operator, on a bool tensor is not supported; "
                     "use logical_not() instead",
                     name);
   *compute = *result = in;
-  if (float_only(op) && !lt_dtype_is_floating(in)) *compute = *result = LT_FLOAT32;
+  if (row->float_only && !lt_dtype_is_floating(in)) *compute = *result = LT_FLOAT32;
   if (op == LT_OP_SQUARE && in == LT_BOOL) *compute = *result = LT_INT64;
   if (op == LT_OP_LOGICAL_NOT) *result = LT_BOOL;
   return LT_OK;
 }
 
 lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out) {
-  /* Autocast: exp, log and the reciprocals run in float32. */
-  if ((op == LT_OP_EXP || op == LT_OP_LOG || op == LT_OP_RSQRT || op == LT_OP_RECIPROCAL) &&
-      ac_wanted(a))
+  /* Autocast: the rows marked FLOAT32 (exp, log, the reciprocals) run in float32. */
+  const ops_unary_row *row = ops_unary_row_of(op);
+  if (row && row->autocast_float32 && ac_wanted(a))
     AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(a), lt_unary(op, ac.t[0], out));
   const char *name = lt_unary_op_name(op);
   LT_TRY(ops_check_live(name, a));

@@ -10,66 +10,88 @@
 
 #include "lt/tensor.h"
 
-/* ---- elementwise ---- */
-typedef enum lt_binary_op {
-  LT_OP_ADD = 0,
-  LT_OP_SUB,
-  LT_OP_MUL,
-  LT_OP_DIV, /* true division: integer inputs give float32 */
-  LT_OP_POW,
-  LT_OP_MAXIMUM,
-  LT_OP_MINIMUM,
-  LT_OP_EQ, /* comparisons give bool */
-  LT_OP_NE,
-  LT_OP_LT,
-  LT_OP_LE,
-  LT_OP_GT,
-  LT_OP_GE,
-  /* Python's % and //: the remainder takes the divisor's sign and the
-   * quotient is floored. Integer tensors stay integer; an integer divisor of
-   * 0 is an error on the CPU (PyTorch's ZeroDivisionError). */
-  LT_OP_REMAINDER,
-  LT_OP_FLOOR_DIVIDE,
-  /* Not a tensor method (ops past LT_NBINARY_METHODS are the engine's own):
-   * ReLU's gradient, a where b > 0 and 0 where b <= 0 (PyTorch's
-   * threshold_backward at 0: a NaN b passes a), floating dtypes only. One
-   * pass, without the bool mask that where() would need at the peak of a
-   * backward. */
-  LT_OP_RELU_GRAD,
-  LT_NBINARY
-} lt_binary_op;
+/* ---- elementwise: one row per op (ORDER OP) ----
+ *
+ * These rows are the one list of the elementwise ops. The enums below, the
+ * names (the Lua methods and their in-place forms, error messages), the
+ * autograd nodes' names and every property the ops, their formulas and
+ * autocast read (ops/op_table.c) come from them; the kernels and the
+ * backward formulas switch over the enums without a default, so that the
+ * compiler (-Wswitch) names an op a backend or a formula lacks, and a
+ * missed one fails at run time instead of leaving its output unwritten.
+ * docs/ARCHITECTURE.md has the add-an-op checklist.
+ *
+ * LT_BINARY_OPS: X(ID, name, Node, kind, autocast)
+ *   kind      ARITH    result in the promoted dtype
+ *             DIVIDE   true division: integer inputs give float32
+ *             COMPARE  a bool result
+ *             INTEGRAL Python's % and //: integers stay integers, bool refused
+ *             GRAD     an engine-only op (not a tensor method), floating only
+ *   autocast  ANY      runs in its inputs' dtype under autocast
+ *             FLOAT32  runs in float32 under autocast (PyTorch's fp32 list)
+ * LT_UNARY_OPS: X(ID, name, Node, dtype, saves, autocast)
+ *   dtype     KEEP     the input's dtype
+ *             FLOAT    integer inputs give float32 (math functions)
+ *   saves     what the backward keeps: NOTHING, INPUT or RESULT (PyTorch's
+ *             choice: a derivative cheapest from the result keeps it) */
+#define LT_BINARY_OPS(X)                                                  \
+  X(ADD, add, AddBackward, ARITH, ANY)                                    \
+  X(SUB, sub, SubBackward, ARITH, ANY)                                    \
+  X(MUL, mul, MulBackward, ARITH, ANY)                                    \
+  X(DIV, div, DivBackward, DIVIDE, ANY)                                   \
+  X(POW, pow, PowBackward, ARITH, FLOAT32)                                \
+  X(MAXIMUM, maximum, MaximumBackward, ARITH, ANY)                        \
+  X(MINIMUM, minimum, MinimumBackward, ARITH, ANY)                        \
+  X(EQ, eq, ComparisonBackward, COMPARE, ANY)                             \
+  X(NE, ne, ComparisonBackward, COMPARE, ANY)                             \
+  X(LT, lt, ComparisonBackward, COMPARE, ANY)                             \
+  X(LE, le, ComparisonBackward, COMPARE, ANY)                             \
+  X(GT, gt, ComparisonBackward, COMPARE, ANY)                             \
+  X(GE, ge, ComparisonBackward, COMPARE, ANY)                             \
+  X(REMAINDER, remainder, RemainderBackward, INTEGRAL, ANY)               \
+  X(FLOOR_DIVIDE, floor_divide, FloorDivideBackward, INTEGRAL, ANY)       \
+  X(RELU_GRAD, relu_grad, ThresholdBackwardBackward, GRAD, ANY)
 
-#define LT_NBINARY_METHODS LT_OP_RELU_GRAD
+#define LT_UNARY_OPS(X)                                                   \
+  X(NEG, neg, NegBackward, KEEP, NOTHING, ANY)                            \
+  X(EXP, exp, ExpBackward, FLOAT, RESULT, FLOAT32)                        \
+  X(LOG, log, LogBackward, FLOAT, INPUT, FLOAT32)                         \
+  X(SQRT, sqrt, SqrtBackward, FLOAT, RESULT, ANY)                         \
+  X(RSQRT, rsqrt, RsqrtBackward, FLOAT, RESULT, FLOAT32)                  \
+  X(ABS, abs, AbsBackward, KEEP, INPUT, ANY)                              \
+  X(RELU, relu, ReluBackward, KEEP, RESULT, ANY)                          \
+  X(SIGMOID, sigmoid, SigmoidBackward, FLOAT, RESULT, ANY)                \
+  X(TANH, tanh, TanhBackward, FLOAT, RESULT, ANY)                         \
+  X(SIN, sin, SinBackward, FLOAT, INPUT, ANY)                             \
+  X(COS, cos, CosBackward, FLOAT, INPUT, ANY)                             \
+  X(RECIPROCAL, reciprocal, ReciprocalBackward, FLOAT, RESULT, FLOAT32)   \
+  X(SQUARE, square, PowBackward, KEEP, INPUT, ANY)                        \
+  X(SIGN, sign, SignBackward, KEEP, NOTHING, ANY)                         \
+  X(FLOOR, floor, FloorBackward, KEEP, NOTHING, ANY)                      \
+  X(CEIL, ceil, CeilBackward, KEEP, NOTHING, ANY)                         \
+  X(ROUND, round, RoundBackward, KEEP, NOTHING, ANY)                      \
+  X(LOGICAL_NOT, logical_not, LogicalNotBackward, KEEP, NOTHING, ANY)
 
-/* eq, ne, lt, le, gt, ge: results are bool. */
-static inline bool lt_binary_is_comparison(lt_binary_op op) {
-  return op >= LT_OP_EQ && op <= LT_OP_GE;
-}
+#define LT_OP_ENUM_ROW(ID, ...) LT_OP_##ID,
 
-typedef enum lt_unary_op {
-  LT_OP_NEG = 0,
-  LT_OP_EXP,
-  LT_OP_LOG,
-  LT_OP_SQRT,
-  LT_OP_RSQRT,
-  LT_OP_ABS,
-  LT_OP_RELU,
-  LT_OP_SIGMOID,
-  LT_OP_TANH,
-  LT_OP_SIN,
-  LT_OP_COS,
-  LT_OP_RECIPROCAL,
-  LT_OP_SQUARE,
-  LT_OP_SIGN,
-  LT_OP_FLOOR,
-  LT_OP_CEIL,
-  LT_OP_ROUND,
-  LT_OP_LOGICAL_NOT,
-  LT_NUNARY
-} lt_unary_op;
+/* a op b. Python's % and // (REMAINDER, FLOOR_DIVIDE): the remainder takes
+ * the divisor's sign and the quotient is floored; an integer divisor of 0 is
+ * an error on the CPU (PyTorch's ZeroDivisionError). RELU_GRAD is ReLU's
+ * gradient, a where b > 0 and 0 where b <= 0 (PyTorch's threshold_backward
+ * at 0: a NaN b passes a): one pass, without the bool mask that where()
+ * would need at the peak of a backward. */
+typedef enum lt_binary_op { LT_BINARY_OPS(LT_OP_ENUM_ROW) LT_NBINARY } lt_binary_op;
+typedef enum lt_unary_op { LT_UNARY_OPS(LT_OP_ENUM_ROW) LT_NUNARY } lt_unary_op;
 
-LT_API const char *lt_binary_op_name(lt_binary_op op); /* "add", ... */
+/* "add", "add_" ("unknown" outside the enums). */
+LT_API const char *lt_binary_op_name(lt_binary_op op);
+LT_API const char *lt_binary_op_inplace_name(lt_binary_op op);
 LT_API const char *lt_unary_op_name(lt_unary_op op);
+LT_API const char *lt_unary_op_inplace_name(lt_unary_op op);
+/* eq, ne, lt, le, gt, ge: results are bool. */
+LT_API bool lt_binary_is_comparison(lt_binary_op op);
+/* A tensor method (every binary op but the engine's own RELU_GRAD). */
+LT_API bool lt_binary_is_method(lt_binary_op op);
 
 /* a op b with broadcasting. */
 LT_API lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
