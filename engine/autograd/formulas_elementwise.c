@@ -271,6 +271,11 @@ static lt_status unary_backward(ag_node *n, lt_tensor *const *grad_out, lt_tenso
       gi = ag_un(&c, LT_OP_NEG, ag_bin(&c, LT_OP_MUL, g, ag_bin(&c, LT_OP_MUL, y, y)));
       break;
     case LT_OP_SQUARE: gi = ag_bin(&c, LT_OP_MUL, g, ag_bin_s(&c, LT_OP_MUL, x, 2.0)); break;
+    case LT_OP_ERF: { /* 2 / sqrt(pi) exp(-x^2) */
+      lt_tensor *d = ag_un(&c, LT_OP_EXP, ag_un(&c, LT_OP_NEG, ag_bin(&c, LT_OP_MUL, x, x)));
+      gi = ag_bin(&c, LT_OP_MUL, g, ag_bin_s(&c, LT_OP_MUL, d, 1.1283791670955126));
+      break;
+    }
     case LT_OP_SIGN: case LT_OP_FLOOR: case LT_OP_CEIL: case LT_OP_ROUND: case LT_OP_LOGICAL_NOT:
       /* flat almost everywhere */
       gi = ag_zeros_expanded(&c, in->shape, in->ndim, g->dtype, g->storage->device);

@@ -44,6 +44,7 @@
     case LT_OP_CEIL: UNARY_LOOP(F(ceil)(x)); return true;                       \
     case LT_OP_ROUND: UNARY_LOOP(F(nearbyint)(x)); return true; /* half to even */ \
     case LT_OP_LOGICAL_NOT: UNARY_LOOP((T)(x == 0)); return true;               \
+    case LT_OP_ERF: UNARY_LOOP(F(erf)(x)); return true;                         \
     case LT_NUNARY: break;                                                      \
   }                                                                             \
   return false
@@ -74,7 +75,8 @@ static bool unary_int64(lt_unary_op op, const int64_t *a, int64_t sa, int64_t *o
     case LT_OP_LOGICAL_NOT: UNARY_LOOP(x == 0); return true;
     case LT_OP_FLOOR: case LT_OP_CEIL: case LT_OP_ROUND: UNARY_LOOP(x); return true;
     case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_SIGMOID:
-    case LT_OP_TANH: case LT_OP_SIN: case LT_OP_COS: case LT_OP_RECIPROCAL: case LT_NUNARY:
+    case LT_OP_TANH: case LT_OP_SIN: case LT_OP_COS: case LT_OP_RECIPROCAL: case LT_OP_ERF:
+    case LT_NUNARY:
       break;
   }
   return false;

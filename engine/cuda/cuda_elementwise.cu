@@ -151,6 +151,7 @@ template <typename C> __host__ __device__ inline bool unary_float(int op, C x, C
     case LT_OP_CEIL: *r = ceil(x); return true;
     case LT_OP_ROUND: *r = rint(x); return true; // half to even, as nearbyint on the CPU
     case LT_OP_LOGICAL_NOT: *r = (C)(x == 0); return true;
+    case LT_OP_ERF: *r = erf(x); return true;
     default: return false; // the host refuses the op first
   }
 }

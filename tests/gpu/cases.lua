@@ -105,6 +105,18 @@ local function compare_batch_norm(x, w, b, rm, rv, training)
   return e
 end
 
+-- Every unary op of the op table (the rows of lt/ops.h's LT_UNARY_OPS).
+local function unary_ops()
+  local header = assert(io.open("engine/include/lt/ops.h")):read("a")
+  local ops = {}
+  for name in header:match("#define LT_UNARY_OPS%(X%)(.-)\n\n"):gmatch("X%(%u[%u_]*, ([%l_]+),") do
+    ops[#ops + 1] = name
+  end
+  return ops
+end
+local UNARY_OPS = unary_ops()
+local NEEDS_POSITIVE = {log = true, sqrt = true, rsqrt = true, reciprocal = true}
+
 local function add_elementwise(add, dtype, shape)
   local a = lt.randn(shape, {dtype = dtype})
   local b = lt.randn(shape, {dtype = dtype})
@@ -112,6 +124,17 @@ local function add_elementwise(add, dtype, shape)
   for _, op in ipairs {"neg", "exp", "abs", "relu", "sigmoid", "tanh", "sqrt"} do
     local x = op == "sqrt" and pos or a
     add(op, function() return compare(function(t) return t[op](t) end, {x}) end)
+  end
+  -- The whole table, forward and backward, on the small shapes.
+  if #shape <= 2 and shape[1] <= 33 then
+    for _, op in ipairs(UNARY_OPS) do
+      local x = NEEDS_POSITIVE[op] and pos or a
+      local differentiable = op ~= "logical_not"
+      add(op .. (differentiable and " fwd+bwd" or ""), function()
+        local leaf = differentiable and x:clone():requires_grad_() or x
+        return compare(function(t) return t[op](t) end, {leaf}, differentiable and {} or nil)
+      end)
+    end
   end
   for _, op in ipairs {"add", "sub", "mul", "div", "remainder", "floor_divide"} do
     add(op, function() return compare(function(x, y) return x[op](x, y) end, {a, pos}) end)

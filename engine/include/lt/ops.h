@@ -70,7 +70,8 @@
   X(FLOOR, floor, FloorBackward, KEEP, NOTHING, ANY)                      \
   X(CEIL, ceil, CeilBackward, KEEP, NOTHING, ANY)                         \
   X(ROUND, round, RoundBackward, KEEP, NOTHING, ANY)                      \
-  X(LOGICAL_NOT, logical_not, LogicalNotBackward, KEEP, NOTHING, ANY)
+  X(LOGICAL_NOT, logical_not, LogicalNotBackward, KEEP, NOTHING, ANY)    \
+  X(ERF, erf, ErfBackward, FLOAT, INPUT, ANY)
 
 #define LT_OP_ENUM_ROW(ID, ...) LT_OP_##ID,
 
