@@ -154,6 +154,24 @@ describe("registration", function()
     h.fails(function() nn.Sequential(nn.ReLU(), 5) end, "Sequential: argument 2 is not a module")
   end)
 
+  it("a Torch7-style __init serves as init, with a note", function()
+    local said = {}
+    local stderr = io.stderr
+    io.stderr = { write = function(_, s) said[#said + 1] = s end }
+    local ok, err = pcall(function()
+      local Net = nn.Module:extend("Net")
+      function Net:__init(n) self.fc = nn.Linear(n, 2) end
+      function Net:forward(x) return self.fc(x) end
+      local m = Net(3)
+      assert.equal(8, m:num_parameters())
+      assert.same({ 4, 2 }, m(lt.randn(4, 3)).shape)
+    end)
+    io.stderr = stderr
+    assert(ok, err)
+    assert.equal(1, #said)
+    assert.truthy(said[1]:find("Net:__init is Torch7's name for the constructor; lt calls Net:init", 1, true))
+  end)
+
   it("Sequential:append after a child was removed keeps every child", function()
     local s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 4))
     s[2] = nil

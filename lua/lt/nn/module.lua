@@ -170,11 +170,26 @@ local function class_tostring(cls)
   return "nn." .. rawget(cls, "_name")
 end
 
+-- Torch7 names a module's constructor __init, lt init: a class that
+-- defines __init gets it as its init (unless it has one), with a note on
+-- stderr, instead of a constructor that is never called and a model
+-- without parameters.
+local function torch7_init(class, newindex)
+  return function(cls, name, value)
+    if name == "__init" and type(value) == "function" and rawget(cls, "init") == nil then
+      io.stderr:write(("lt: %s:__init is Torch7's name for the constructor; lt calls %s:init, "
+        .. "and uses this __init as it\n"):format(class, class))
+      newindex(cls, "init", value)
+    end
+    newindex(cls, name, value)
+  end
+end
+
 -- A subclass: Module:extend("Block"), Linear:extend("MyLinear"), ...
 function Module:extend(name)
   if type(name) ~= "string" then raise("extend: expected a class name, got " .. type(name)) end
   local cls = setmetatable({}, { __index = self, __call = construct, __tostring = class_tostring,
-    __newindex = methods.guarding_newindex(name, "a module", "m", is_module) })
+    __newindex = torch7_init(name, methods.guarding_newindex(name, "a module", "m", is_module)) })
   cls._name = name
   cls._instance_mt = instance_metatable(cls, name)
   return cls
