@@ -9,6 +9,14 @@ local function settled()
   return lt.memory.allocated()
 end
 
+describe("the namespaces", function()
+  it("require \"lt.memory\" and \"lt.cuda\" give lt.memory and lt.cuda", function()
+    assert.equal(lt.memory, require("lt.memory"))
+    assert.equal(lt.cuda, require("lt.cuda"))
+    assert.equal(lt.nn.functional, require("lt.nn.functional"))
+  end)
+end)
+
 describe("lt.memory byte counts", function()
   it("without a device argument, lt.memory follows lt.default_device (lt --device)", function()
     local keep = lt.ones(1000)
