@@ -153,7 +153,10 @@ end
 
 -- ---- the techniques ----
 -- Each measure(model_name) returns the figure without the technique, the
--- figure with it, and a table of details the spec checks.
+-- figure with it, and a table of details the spec checks. theory(model_name,
+-- details), where a technique has one, is the saving theory predicts from
+-- the sizes of what the technique removes (measured apart from the peak:
+-- parameter, state and output bytes), not from the two peaks.
 
 local techniques = {}
 tricks.techniques = techniques
@@ -195,6 +198,7 @@ tricks.training_peak = training_peak
 
 technique {
   id = "inplace_relu", name = "in-place ReLU", models = { "cnn", "mlp" },
+  theory = function() return 0 end,
   explain = "nn.ReLU{inplace=true} overwrites its input; ReLU saves its output either way and nothing saves the pre-activation, so a training step's peak stays",
   measure = function(model_name)
     return training_peak(model_name, { inplace = false }), training_peak(model_name, { inplace = true }), {}
@@ -203,6 +207,7 @@ technique {
 
 technique {
   id = "inplace_residual", name = "in-place residual add", models = { "mlp" },
+  theory = function() return 0 end,
   explain = "z:add_(x):relu_() instead of relu(z + x): the sum is a temporary either way and the block saves the same tensors, so the peak stays",
   measure = function(model_name)
     return training_peak(model_name, { residual = true, inplace = false }),
@@ -262,16 +267,49 @@ function tricks.forward_peak(model_name, forward)
   return lt.memory.max_allocated(DEV) - base, out, target
 end
 
+-- The most bytes two consecutive outputs take together: what a forward that
+-- drops each intermediate once the next exists holds at its peak.
+local function largest_pair(outputs)
+  local pair = 0
+  for i, bytes in ipairs(outputs) do pair = math.max(pair, bytes + (i > 1 and outputs[i - 1] or 0)) end
+  return pair
+end
+
+-- The allocator's bytes of each leaf layer's output in an inference
+-- forward, in order.
+function tricks.output_bytes(model_name)
+  local model, x = tricks.setup(model_name)
+  model:eval()
+  local sizes = {}
+  lt.no_grad(function()
+    for i, layer in ipairs(tricks.layers(model)) do
+      x = layer(x)
+      sizes[i] = tricks.rounded_bytes(x)
+    end
+  end)
+  return sizes
+end
+
 technique {
   id = "reuse_x", name = "reuse x, not x0..xn", models = { "cnn", "mlp" },
   explain = "inference: x = layer(x) drops each intermediate once the next exists; a list x0..xn keeps all of them",
   measure = function(model_name)
-    return tricks.forward_peak(model_name, forwards.keep_all), tricks.forward_peak(model_name, forwards.reuse), {}
+    return tricks.forward_peak(model_name, forwards.keep_all), tricks.forward_peak(model_name, forwards.reuse), {
+      outputs = tricks.output_bytes(model_name),
+    }
+  end,
+  -- Keeping all holds every output at the end; reusing holds a layer's
+  -- input and output at once (the batch itself is held either way).
+  theory = function(_, d)
+    local all = 0
+    for _, bytes in ipairs(d.outputs) do all = all + bytes end
+    return all - largest_pair(d.outputs)
   end,
 }
 
 technique {
   id = "close", name = "<close> / lt.del", models = { "cnn", "mlp" },
+  theory = function() return 0 end,
   explain = "inference: lt.del or <close> release each intermediate at once; lt collects what a script dropped before any new peak, so plain x = layer(x) peaks the same",
   measure = function(model_name)
     return tricks.forward_peak(model_name, forwards.reuse), tricks.forward_peak(model_name, forwards.close), {
@@ -296,13 +334,31 @@ function tricks.loss_loop(model_name, as_tensor, steps, on_step)
   return lt.is_tensor(total) and total:item() or total
 end
 
+-- The bytes one training forward's graph holds once its loss is kept (the
+-- saved activations, the loss and what the nodes hold), garbage collected.
+function tricks.graph_bytes(model_name)
+  lt.gc()
+  local model, x, target = tricks.setup(model_name)
+  lt.gc()
+  local before = lt.memory.allocated(DEV)
+  local loss = F.cross_entropy(model(x), target)
+  lt.gc()
+  local bytes = lt.memory.allocated(DEV) - before
+  loss:free()
+  return bytes
+end
+
 technique {
   id = "loss_item", name = "loss:item(), not a loss tensor", models = { "cnn", "mlp" },
   explain = ("summing %d losses as tensors keeps every step's graph; loss:item() keeps none"):format(tricks.LOSS_STEPS),
   measure = function(model_name)
     local steps = tricks.LOSS_STEPS
-    return tricks.peak(tricks.loss_loop, model_name, true, steps), tricks.peak(tricks.loss_loop, model_name, false, steps), {}
+    return tricks.peak(tricks.loss_loop, model_name, true, steps), tricks.peak(tricks.loss_loop, model_name, false, steps), {
+      graph_bytes = tricks.graph_bytes(model_name),
+    }
   end,
+  -- Every step but the last keeps its whole graph.
+  theory = function(_, d) return (tricks.LOSS_STEPS - 1) * d.graph_bytes end,
 }
 
 -- A training step, zero_grad, then the next forward: the peak of that
@@ -326,6 +382,7 @@ end
 
 technique {
   id = "zero_grad", name = "zero_grad sets grads to nil", models = { "cnn", "mlp" },
+  theory = function(_, d) return d.gradient_bytes end,
   explain = "the next forward runs without last step's gradients: opt:zero_grad() frees them, not zero-fills",
   measure = function(model_name)
     local without, held_without, grad_bytes = tricks.zero_grad_peak(model_name, false)
@@ -358,9 +415,12 @@ technique {
     local with, saved_no_grad, held_no_grad, input_bytes = tricks.inference_peak(model_name, true)
     return without, with, {
       saved = saved, saved_no_grad = saved_no_grad, held = held, held_no_grad = held_no_grad,
-      input_bytes = input_bytes,
+      input_bytes = input_bytes, outputs = tricks.output_bytes(model_name),
     }
   end,
+  -- With a graph the forward ends holding everything it saved; without,
+  -- it holds two consecutive outputs at most.
+  theory = function(_, d) return d.saved - largest_pair(d.outputs) end,
 }
 
 -- A forward and backward over the whole batch, or over k micro-batches with
@@ -401,6 +461,8 @@ technique {
 
 technique {
   id = "empty_cache", name = "empty_cache (reserved)", models = { "cnn", "mlp" },
+  -- Nothing is allocated after the step: every reserved byte is cache.
+  theory = function(_, d) return d.reserved_before - d.allocated_before end,
   explain = "after a step, empty_cache gives cached free segments back: reserved drops, allocated does not",
   measure = function(model_name)
     lt.gc()
@@ -409,7 +471,8 @@ technique {
     lt.gc()
     local allocated, reserved = lt.memory.allocated(DEV), lt.memory.reserved(DEV)
     lt.memory.empty_cache(DEV)
-    return reserved, lt.memory.reserved(DEV), { allocated_before = allocated, allocated_after = lt.memory.allocated(DEV) }
+    return reserved, lt.memory.reserved(DEV), { allocated_before = allocated, allocated_after = lt.memory.allocated(DEV),
+      reserved_before = reserved }
   end,
 }
 
@@ -434,6 +497,7 @@ local function sgd_momentum(params) return optim.SGD(params, { lr = 0.01, moment
 
 technique {
   id = "sgd", name = "SGD, not Adam", models = { "cnn", "mlp" },
+  theory = function(_, d) return d.adam_state - d.sgd_state end,
   explain = "SGD keeps no state; Adam keeps two buffers the size of the parameters",
   measure = function(model_name)
     local without, adam_state = training_peak(model_name, {}, adam)
@@ -444,6 +508,7 @@ technique {
 
 technique {
   id = "sgd_momentum", name = "SGD with momentum, not Adam", models = { "cnn", "mlp" },
+  theory = function(_, d) return d.adam_state - d.momentum_state end,
   explain = "momentum keeps one buffer the size of the parameters, Adam two",
   measure = function(model_name)
     local without, adam_state = training_peak(model_name, {}, adam)
@@ -458,12 +523,21 @@ technique {
 -- activations, take 2 bytes a number instead of 4.
 function tricks.to_bfloat16(model, x) return model:bfloat16(), x:bfloat16() end
 
+-- The int64 bytes a step's peak holds that no dtype halves: the CNN's
+-- max-pool indices, saved for backward.
+function tricks.index_bytes(model_name)
+  return model_name == "cnn" and tricks.BATCH * (32 * 14 * 14 + 64 * 7 * 7) * 8 or 0
+end
+
 technique {
   id = "bfloat16", name = "half precision (bfloat16 model)", models = { "cnn", "mlp" },
   explain = "model:bfloat16() and a bfloat16 input: parameters, gradients and activations all take 2 bytes, not 4",
   measure = function(model_name)
-    return training_peak(model_name, {}), training_peak(model_name, {}, nil, { prepare = tricks.to_bfloat16 }), {}
+    local without = training_peak(model_name, {})
+    return without, training_peak(model_name, {}, nil, { prepare = tricks.to_bfloat16 }), { without = without }
   end,
+  -- Half of every floating-point byte of the step's peak.
+  theory = function(model_name, d) return (d.without - tricks.index_bytes(model_name)) / 2 end,
 }
 
 -- A training step whose forward and loss run under bfloat16 autocast. The
@@ -539,7 +613,7 @@ function tricks.measure_all(list)
       local without, with, details = t.measure(model_name)
       rows[#rows + 1] = {
         technique = t.name, model = tricks.MODEL_NAMES[model_name], without = without, with = with,
-        details = details, explain = t.explain,
+        details = details, explain = t.explain, theory = t.theory and t.theory(model_name, details),
       }
     end
   end
@@ -554,10 +628,16 @@ local function saving(row)
   return ("%s (%.0f%%)"):format(mib(saved), percent)
 end
 
-local HEADER = { "technique", "model", "peak without", "peak with", "saving" }
+local HEADER = { "technique", "model", "peak without", "peak with", "saving", "theory" }
+
+local function theory(row)
+  if row.theory == nil then return "-" end
+  local percent = row.without > 0 and 100 * row.theory / row.without or 0
+  return ("%s (%.0f%%)"):format(mib(row.theory), percent)
+end
 
 local function cells(row)
-  return { row.technique, row.model, mib(row.without), mib(row.with), saving(row) }
+  return { row.technique, row.model, mib(row.without), mib(row.with), saving(row), theory(row) }
 end
 
 -- An aligned text table, each row followed by its explanation.
@@ -590,7 +670,7 @@ end
 function tricks.format_markdown(rows)
   local out = {
     "| " .. table.concat(HEADER, " | ") .. " | why |",
-    "|---|---|---:|---:|---:|---|",
+    "|---|---|---:|---:|---:|---:|---|",
   }
   for _, row in ipairs(rows) do
     local cs = cells(row)

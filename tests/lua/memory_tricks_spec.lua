@@ -400,16 +400,32 @@ describe("half precision, autocast and checkpointing", function()
 end)
 
 describe("the table", function()
+  it("every row saves (none costs), and each row with a theory saves it within 5 points", function()
+    local with_theory = 0
+    for _, row in ipairs(tricks.measure_all()) do
+      local what = row.technique .. ", " .. row.model
+      assert(row.with <= row.without, ("%s: %d bytes with, %d without"):format(what, row.with, row.without))
+      if row.theory then
+        with_theory = with_theory + 1
+        local points = 100 * math.abs((row.without - row.with) - row.theory) / row.without
+        assert(points <= 5, ("%s: saved %d bytes, theory %d (%.1f points apart)"):format(
+          what, row.without - row.with, row.theory, points))
+      end
+    end
+    assert.is_true(with_theory >= 20, "rows with a theory")
+  end)
+
   it("formats rows as aligned text and as Markdown", function()
     local rows = {
       { technique = "a", model = "CNN", without = 4 * 2 ^ 20, with = 2 ^ 20, explain = "why a" },
-      { technique = "<close>", model = "deep MLP", without = 2 ^ 20, with = 2 ^ 20, explain = "why b" },
+      { technique = "<close>", model = "deep MLP", without = 2 ^ 20, with = 2 ^ 20, explain = "why b", theory = 0 },
     }
     local text = tricks.format_text(rows)
     assert.is_truthy(text:find("technique", 1, true))
     assert.is_truthy(text:find("4.00 MiB   1.00 MiB  3.00 MiB (75%)", 1, true))
     assert.is_truthy(text:find("    why b", 1, true))
     local md = tricks.format_markdown(rows)
-    assert.is_truthy(md:find("| &lt;close> | deep MLP | 1.00 MiB | 1.00 MiB | 0.00 MiB (0%) | why b |", 1, true))
+    assert.is_truthy(md:find("| &lt;close> | deep MLP | 1.00 MiB | 1.00 MiB | 0.00 MiB (0%) | 0.00 MiB (0%) | why b |", 1, true))
+    assert.is_truthy(md:find("| a | CNN | 4.00 MiB | 1.00 MiB | 3.00 MiB (75%) | - | why a |", 1, true))
   end)
 end)
