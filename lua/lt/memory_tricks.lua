@@ -455,7 +455,19 @@ technique {
     local k = tricks.MICRO_BATCHES
     local without, activations_full = tricks.peak(tricks.accumulation_step, model_name, 1)
     local with, activations_micro = tricks.peak(tricks.accumulation_step, model_name, k)
-    return without, with, { activations_full = activations_full, activations_micro = activations_micro }
+    return without, with, { activations_full = activations_full, activations_micro = activations_micro,
+      gradient_bytes = tricks.parameter_bytes(tricks.setup(model_name), true),
+      outputs = tricks.output_bytes(model_name) }
+  end,
+  -- A whole batch's backward trades saved activations A for gradients G as
+  -- it goes (at most max(A, G) of both), with one output-sized gradient t
+  -- in flight; with k micro-batches the later ones hold every gradient and
+  -- 1/k of A and of t.
+  theory = function(_, d)
+    local k, a, g = tricks.MICRO_BATCHES, d.activations_full, d.gradient_bytes
+    local t = 0
+    for _, bytes in ipairs(d.outputs) do t = math.max(t, bytes) end
+    return math.max(a, g) + t - g - (a + t) / k
   end,
 }
 
