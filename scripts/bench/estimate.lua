@@ -8,22 +8,9 @@
 local lt = lt or require "lt"
 local training = require "lt.training"
 local steps = dofile("scripts/bench/steps.lua")
-local nn, optim = lt.nn, lt.optim
 
-local function mlp_recipe()
-  local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-    nn.Linear(128, 10))
-  return model, optim.SGD(model:parameters(), {lr = 0.05, momentum = 0.9})
-end
-
-local function cnn_recipe()
-  local function block(cin, cout)
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, {padding = 1}), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2))
-  end
-  local model = nn.Sequential(block(1, 32), block(32, 64), nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
-    nn.Linear(128, 10))
-  return model, optim.Adam(model:parameters(), {lr = 1e-3})
-end
+local recipe_models = dofile("scripts/bench/recipe_models.lua")
+local mlp_recipe, cnn_recipe = recipe_models.mlp, recipe_models.cnn
 
 local function recipe(make, opts)
   return function(batch)
@@ -59,12 +46,7 @@ local function seconds(fn)
   return median(times)
 end
 
-local function real_peak(step)
-  collectgarbage("collect")
-  lt.memory.reset_peak()
-  step()
-  return lt.memory.max_allocated()
-end
+local real_peak = recipe_models.real_peak
 
 local batches = {}
 for i, a in ipairs(arg or {}) do batches[i] = math.tointeger(tonumber(a)) end

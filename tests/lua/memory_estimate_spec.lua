@@ -3,27 +3,19 @@
 local lt = require "lt"
 local h = dofile("tests/lua/helpers.lua")
 local training = require "lt.training"
-local nn, optim = lt.nn, lt.optim
+local optim = lt.optim
 
 local MiB = 2 ^ 20
 
--- The recipes' models and optimizers (scripts/train_fashion_*.lua).
+-- The recipes' models and optimizers, seeded.
+local recipe_models = dofile("scripts/bench/recipe_models.lua")
 local function mlp_recipe()
   lt.manual_seed(1)
-  local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-    nn.Linear(128, 10))
-  return model, optim.SGD(model:parameters(), {lr = 0.05, momentum = 0.9})
+  return recipe_models.mlp()
 end
-
 local function cnn_recipe()
   lt.manual_seed(1)
-  local function block(cin, cout)
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, {padding = 1}), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2))
-  end
-  local model = nn.Sequential(block(1, 32), block(32, 64), nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
-    nn.Linear(128, 10))
-  local opt = optim.Adam(model:parameters(), {lr = 1e-3})
-  return model, opt, optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = 5})
+  return recipe_models.cnn()
 end
 
 -- The recipes' step (lua/lt/training.lua) on a fresh batch of n images.
@@ -34,12 +26,7 @@ local function recipe_step(model, opt, n, opts)
   end
 end
 
-local function real_peak(step)
-  collectgarbage("collect")
-  lt.memory.reset_peak()
-  step()
-  return lt.memory.max_allocated()
-end
+local real_peak = recipe_models.real_peak
 
 local function within(est, real, what)
   local rel = math.abs(est - real) / real
