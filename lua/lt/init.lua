@@ -33,6 +33,9 @@ end
 lt.data = require "lt.data"
 lt.optim = require "lt.optim"
 lt.nn = require "lt.nn"
+-- t:softmax(dim), t:log_softmax(dim), t:gelu(opts): PyTorch's methods, the
+-- functional ops with the tensor first.
+for _, name in ipairs { "softmax", "log_softmax", "gelu" } do lt.Tensor[name] = lt.nn.functional[name] end
 lt.autograd = require "lt.autograd"
 lt.checkpoint = require "lt.checkpoint"
 lt.amp = require "lt.amp"

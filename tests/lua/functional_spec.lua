@@ -113,6 +113,20 @@ describe("F gradients against finite differences (float64)", function()
 end)
 
 describe("F behaviour", function()
+  it("softmax, log_softmax and gelu are tensor methods too, with their gradients", function()
+    local x = lt.randn(3, 4, { dtype = "float64" })
+    for _, case in ipairs { { "softmax", 2 }, { "log_softmax", -1 }, { "gelu", { approximate = "tanh" } } } do
+      local name, arg = case[1], case[2]
+      local a, b = x:clone():requires_grad_(), x:clone():requires_grad_()
+      local by_method, by_function = a[name](a, arg), F[name](b, arg)
+      assert.equal(0, (by_method - by_function):abs():max():item(), name)
+      by_method:sum():backward()
+      by_function:sum():backward()
+      assert.equal(0, (a.grad - b.grad):abs():max():item(), name .. " gradient")
+    end
+    h.fails(function() return x.softmax(2) end, "softmax: expected a tensor, got number as self")
+  end)
+
   -- The float32 2x2 max pool has a four-wide path (cpu_nn_pool.c); float64
   -- takes the scalar one. Both must pick the same values and positions:
   -- the first maximum of equal ones, the last NaN, -inf windows.
