@@ -24,6 +24,9 @@ function lt.autocast(opts, ...)
   return core.autocast(opts, ...)
 end
 
+local extras = require "lt.tensor_extras" -- also t:new_zeros, t:clamp{min=, max=}, ...
+lt.finfo, lt.iinfo = extras.finfo, extras.iinfo
+
 lt.memory.summary = require("lt.memory_summary")(lt.memory)
 lt.memory.estimate = require("lt.memory_estimate").estimate
 -- Loaded on first use: most runs never write a report.
