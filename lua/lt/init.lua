@@ -26,6 +26,10 @@ end
 
 local extras = require "lt.tensor_extras" -- also t:new_zeros, t:clamp{min=, max=}, ...
 lt.finfo, lt.iinfo = extras.finfo, extras.iinfo
+require "lt.tensor_ops" -- t:split, chunk, masked_fill, tril, triu, bmm, baddbmm, var, std
+for _, name in ipairs { "split", "chunk", "masked_fill", "tril", "triu", "bmm", "baddbmm", "var", "std" } do
+  lt[name] = lt.Tensor[name] -- torch.tril(x) and friends
+end
 
 lt.memory.summary = require("lt.memory_summary")(lt.memory)
 lt.memory.estimate = require("lt.memory_estimate").estimate

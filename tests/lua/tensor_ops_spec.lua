@@ -1,0 +1,99 @@
+-- split, chunk, masked_fill, tril, triu, bmm, baddbmm, var and std against
+-- PyTorch's outputs and input gradients (tests/fixtures/tensor_ops/cases.lua,
+-- float64, 1e-12), against float64 finite differences, and their bad input.
+local lt = require "lt"
+local h = dofile("tests/lua/helpers.lua")
+
+local cases = dofile("tests/fixtures/tensor_ops/cases.lua")
+
+local function tensor(spec, requires_grad)
+  local t = lt.tensor(spec.values, { dtype = spec.dtype }):view(spec.shape)
+  if requires_grad then t:requires_grad_() end
+  return t
+end
+
+local function near(expected, actual, what)
+  assert.same(expected.shape, actual.shape, what .. ": shape")
+  local got = actual:contiguous():view(-1):totable()
+  for i, e in ipairs(expected.values) do
+    assert(math.abs(e - got[i]) <= 1e-12 * math.max(1, math.abs(e)),
+      ("%s: element %d is %.17g, PyTorch %.17g"):format(what, i, got[i], e))
+  end
+end
+
+describe("tensor ops against PyTorch", function()
+  for _, c in ipairs(cases) do
+    it(c.name, function()
+      local inputs = {}
+      for i, name in ipairs(c.order) do
+        local spec = c.inputs[name]
+        inputs[i] = tensor(spec, spec.dtype ~= "bool")
+      end
+      local x = inputs[1]
+      local args = table.move(inputs, 2, #inputs, 1, {})
+      table.move(c.args, 1, #c.args, #args + 1, args)
+      local outs = x[c.op](x, table.unpack(args))
+      if lt.is_tensor(outs) then outs = { outs } end
+      assert.equal(#c.outs, #outs, c.name .. ": pieces")
+      local total
+      for i, out in ipairs(outs) do
+        near(c.outs[i], out, ("%s: output %d"):format(c.name, i))
+        local term = (out * tensor(c.grad_outs[i])):sum()
+        total = total and total + term or term
+      end
+      total:backward()
+      for i, name in ipairs(c.order) do
+        if c.grads[name] then near(c.grads[name], inputs[i].grad, ("%s: gradient of %s"):format(c.name, name)) end
+      end
+    end)
+  end
+end)
+
+describe("tensor ops", function()
+  it("split and chunk give views of the tensor", function()
+    local t = lt.zeros(4, 3)
+    local pieces = t:split(3)
+    assert.equal(2, #pieces)
+    pieces[2]:fill_(7)
+    assert.same({ 7, 7, 7 }, t[4]:totable())
+    assert.equal(2, #lt.chunk(t, 2))
+    assert.equal(1, #lt.zeros(0, 2):chunk(3))
+  end)
+
+  it("masked_fill_ and tril_ / triu_ write in place, and keep the dtype", function()
+    local t = lt.arange(1, 7):view(2, 3)
+    assert.equal(t, t:masked_fill_(t:gt(4), 0))
+    assert.same({ { 1, 2, 3 }, { 4, 0, 0 } }, t:totable())
+    assert.equal("int64", t:tril().dtype)
+    local m = lt.ones(3, 3)
+    assert.equal(m, m:triu_(1))
+    assert.same({ { 0, 1, 1 }, { 0, 0, 1 }, { 0, 0, 0 } }, m:totable())
+  end)
+
+  it("var and std: finite differences, correction, a single element", function()
+    local x = lt.randn(3, 4, { dtype = "float64" }):requires_grad_()
+    assert.is_true(lt.autograd.gradcheck(function(t) return t:std(2) end, { x }))
+    assert.is_true(lt.autograd.gradcheck(function(t) return lt.var(t, { correction = 0 }) end, { x }))
+    local one = lt.tensor({ 2.0 }):var()
+    assert.is_true(one:item() ~= one:item()) -- NaN, as PyTorch (no degree of freedom)
+    assert.same({ 1, 1 }, lt.ones(2, 3):var(nil, { keepdim = true }).shape)
+  end)
+
+  it("refuse bad arguments with the op's name and the values", function()
+    local t = lt.ones(3, 4)
+    h.fails_cleanly(function() return t:split({ 1, 1 }) end, "split: sizes add up to 2, but dimension 1 has size 3")
+    h.fails_cleanly(function() return t:split(0) end, "split: expected a positive split size or a list of sizes, got 0")
+    h.fails_cleanly(function() return t:split(2, 3) end, "split: dimension 3 out of range for a 2-dimensional tensor")
+    h.fails_cleanly(function() return t:chunk(0) end, "chunk: expected a positive number of chunks, got 0")
+    h.fails_cleanly(function() return t:masked_fill(t, 1) end, "masked_fill: expected a bool mask tensor, got float32")
+    h.fails_cleanly(function() return t:masked_fill(t:gt(0), "x") end, "masked_fill: expected a number for value, got string")
+    h.fails_cleanly(function() return lt.ones(3):tril() end, "tril: expected a tensor of 2 or more dimensions, got 1")
+    h.fails_cleanly(function() return t:triu(0.5) end, "triu: expected an integer diagonal, got 0.5")
+    h.fails_cleanly(function() return t:bmm(t) end, "bmm: expected 3-D tensors, got 2-D and 2-D")
+    h.fails_cleanly(function() return lt.ones(2, 3, 4):bmm(lt.ones(3, 4, 5)) end, "bmm: batch sizes differ: 2 and 3")
+    h.fails_cleanly(function() return lt.ones(1, 2, 2):baddbmm(lt.ones(1, 2, 2), lt.ones(1, 2, 2), { gamma = 1 }) end,
+      "baddbmm: unknown option 'gamma'")
+    h.fails_cleanly(function() return t:var(1, { ddof = 1 }) end, "var: unknown option 'ddof'")
+    h.fails_cleanly(function() return lt.Tensor.split(3, 1) end, "split: expected a tensor as self, got number")
+  end)
+end)
