@@ -26,8 +26,8 @@ end
 
 local extras = require "lt.tensor_extras" -- also t:new_zeros, t:clamp{min=, max=}, ...
 lt.finfo, lt.iinfo = extras.finfo, extras.iinfo
-require "lt.tensor_ops" -- t:split, chunk, masked_fill, tril, triu, bmm, baddbmm, var, std
-for _, name in ipairs { "split", "chunk", "masked_fill", "tril", "triu", "bmm", "baddbmm", "var", "std" } do
+local tensor_ops = require "lt.tensor_ops" -- t:split, chunk, masked_fill, tril, triu, bmm, baddbmm, var, std, norm
+for _, name in ipairs { "split", "chunk", "masked_fill", "tril", "triu", "bmm", "baddbmm", "var", "std", "norm" } do
   lt[name] = lt.Tensor[name] -- torch.tril(x) and friends
 end
 
@@ -40,6 +40,7 @@ end
 lt.data = require "lt.data"
 lt.optim = require "lt.optim"
 lt.nn = require "lt.nn"
+lt.nn.functional.normalize, lt.nn.functional.cosine_similarity = tensor_ops.normalize, tensor_ops.cosine_similarity
 -- t:softmax(dim), t:log_softmax(dim), t:gelu(opts): PyTorch's methods, the
 -- functional ops with the tensor first.
 for _, name in ipairs { "softmax", "log_softmax", "gelu" } do lt.Tensor[name] = lt.nn.functional[name] end

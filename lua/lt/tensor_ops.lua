@@ -1,9 +1,11 @@
 -- Tensor ops written with the engine's own ops, so that each has its
 -- backward through theirs: split and chunk (views), masked_fill, tril and
--- triu (a where over a position mask), bmm and baddbmm (matmul), var and std.
--- PyTorch's semantics with 1-based dims.
+-- triu (a where over a position mask), bmm and baddbmm (matmul), var and std,
+-- norm (the 2-norm with PyTorch's backward at zero), and F.normalize and
+-- F.cosine_similarity on them. PyTorch's semantics with 1-based dims.
 local core = require "lt.core"
 local raise = require "lt.user_error"
+local autograd = require "lt.autograd"
 
 local Tensor = core.Tensor
 local is_tensor = core.is_tensor
@@ -183,4 +185,109 @@ end
 function Tensor.var(t, dims, opts) return variance("var", t, dims, opts) end
 function Tensor.std(t, dims, opts) return variance("std", t, dims, opts):sqrt() end
 
-return {}
+-- dims (nil: every dim; a number; a list) as a list of positive dims.
+local function dim_list(op, t, dims)
+  local list = {}
+  if dims == nil then
+    for d = 1, t.ndim do list[d] = d end
+  else
+    for i, d in ipairs(type(dims) == "table" and dims or { dims }) do list[i] = resolve_dim(op, t, d) end
+  end
+  return list
+end
+
+-- The shape with the dims of list removed (keepdim false).
+local function reduced_shape(t, list)
+  local drop, shape = {}, {}
+  for _, d in ipairs(list) do drop[d] = true end
+  for d = 1, t.ndim do
+    if not drop[d] then shape[#shape + 1] = t.shape[d] end
+  end
+  return shape
+end
+
+-- The 2-norm as one node: backward x g / norm, and 0 where the norm is 0
+-- (PyTorch's; through sqrt it would be 0 / 0).
+local Norm2 = autograd.Function:extend("NormBackward")
+
+function Norm2.forward(ctx, x, list)
+  local n = (x * x):sum(list, true):sqrt()
+  ctx:save_for_backward(x, n)
+  return n
+end
+
+function Norm2.backward(ctx, g)
+  local x, n = ctx:saved_tensors()
+  local scale = core.where(n:eq(0), 0, g / n)
+  return x * scale
+end
+
+-- t:norm(p, dims, {keepdim = false}): p = 2 (default), 1, math.huge, or any
+-- other positive number, over dims (nil: all), as torch.linalg.vector_norm.
+function Tensor.norm(t, p, dims, opts)
+  check_self("norm", t)
+  p = p or 2
+  if type(p) ~= "number" or p <= 0 then raise(("norm: p must be a positive number, got %s"):format(tostring(p))) end
+  if not t.dtype:match("^float") and t.dtype ~= "bfloat16" then
+    raise(("norm: expected a floating tensor, got %s"):format(t.dtype))
+  end
+  local keepdim = false
+  if opts ~= nil then
+    if type(opts) ~= "table" then raise(("norm: expected an options table, got %s"):format(type(opts))) end
+    for key in pairs(opts) do
+      if key ~= "keepdim" then raise(("norm: unknown option '%s'"):format(tostring(key))) end
+    end
+    keepdim = opts.keepdim == true
+  end
+  local list = dim_list("norm", t, dims)
+  local n
+  if p == 2 then
+    n = Norm2.apply(t, list)
+  elseif p == 1 then
+    n = t:abs():sum(list, true)
+  elseif p == math.huge then
+    n = t:abs()
+    for _, d in ipairs(list) do n = n:max(d, true) end
+  else
+    n = t:abs():pow(p):sum(list, true):pow(1 / p)
+  end
+  if keepdim then return n end
+  return n:view(reduced_shape(t, list))
+end
+
+-- F.normalize(x, {p = 2, dim = 2, eps = 1e-12}): x / max(norm(x), eps) along dim.
+local function normalize(x, opts)
+  check_self("normalize", x)
+  local p, dim, eps = 2, 2, 1e-12
+  if opts ~= nil then
+    if type(opts) ~= "table" then raise(("normalize: expected an options table, got %s"):format(type(opts))) end
+    for key in pairs(opts) do
+      if key ~= "p" and key ~= "dim" and key ~= "eps" then raise(("normalize: unknown option '%s'"):format(tostring(key))) end
+    end
+    p, dim, eps = opts.p or p, opts.dim or dim, opts.eps or eps
+  end
+  if x.ndim == 1 and opts == nil then dim = 1 end
+  local n = x:norm(p, dim, { keepdim = true }):clamp(eps)
+  return x / n
+end
+
+-- F.cosine_similarity(x1, x2, {dim = 2, eps = 1e-8}): the cosine along dim,
+-- x1 and x2 broadcast, each norm kept from below eps (PyTorch's).
+local function cosine_similarity(x1, x2, opts)
+  check_self("cosine_similarity", x1)
+  if not is_tensor(x2) then raise(("cosine_similarity: expected a tensor, got %s"):format(type(x2))) end
+  local dim, eps = 2, 1e-8
+  if opts ~= nil then
+    if type(opts) ~= "table" then raise(("cosine_similarity: expected an options table, got %s"):format(type(opts))) end
+    for key in pairs(opts) do
+      if key ~= "dim" and key ~= "eps" then raise(("cosine_similarity: unknown option '%s'"):format(tostring(key))) end
+    end
+    dim, eps = opts.dim or dim, opts.eps or eps
+  end
+  if x1.ndim == 1 and x2.ndim == 1 and (opts == nil or opts.dim == nil) then dim = 1 end
+  local n1 = x1:norm(2, dim, { keepdim = true }):clamp(eps)
+  local n2 = x2:norm(2, dim, { keepdim = true }):clamp(eps)
+  return ((x1 / n1) * (x2 / n2)):sum(dim)
+end
+
+return { normalize = normalize, cosine_similarity = cosine_similarity }

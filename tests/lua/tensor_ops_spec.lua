@@ -1,4 +1,5 @@
--- split, chunk, masked_fill, tril, triu, bmm, baddbmm, var and std against
+-- split, chunk, masked_fill, tril, triu, bmm, baddbmm, var, std, norm,
+-- F.normalize and F.cosine_similarity against
 -- PyTorch's outputs and input gradients (tests/fixtures/tensor_ops/cases.lua,
 -- float64, 1e-12), against float64 finite differences, and their bad input.
 local lt = require "lt"
@@ -32,7 +33,8 @@ describe("tensor ops against PyTorch", function()
       local x = inputs[1]
       local args = table.move(inputs, 2, #inputs, 1, {})
       table.move(c.args, 1, #c.args, #args + 1, args)
-      local outs = x[c.op](x, table.unpack(args))
+      local fn = lt.Tensor[c.op] or lt.nn.functional[c.op] -- normalize, cosine_similarity: F's
+      local outs = fn(x, table.unpack(args))
       if lt.is_tensor(outs) then outs = { outs } end
       assert.equal(#c.outs, #outs, c.name .. ": pieces")
       local total
@@ -79,6 +81,15 @@ describe("tensor ops", function()
     assert.same({ 1, 1 }, lt.ones(2, 3):var(nil, { keepdim = true }).shape)
   end)
 
+  it("norm's 2-norm has PyTorch's backward at zero, and agrees with finite differences", function()
+    local x = lt.randn(3, 4, { dtype = "float64" }):requires_grad_()
+    assert.is_true(lt.autograd.gradcheck(function(t) return t:norm(2, 2) end, { x }))
+    assert.is_true(lt.autograd.gradcheck(function(t) return lt.nn.functional.cosine_similarity(t, t * 2 + 1) end, { x }))
+    local zero = lt.zeros(2, { dtype = "float64" }):requires_grad_()
+    zero:norm():backward()
+    assert.same({ 0, 0 }, zero.grad:totable())
+  end)
+
   it("refuse bad arguments with the op's name and the values", function()
     local t = lt.ones(3, 4)
     h.fails_cleanly(function() return t:split({ 1, 1 }) end, "split: sizes add up to 2, but dimension 1 has size 3")
@@ -95,5 +106,9 @@ describe("tensor ops", function()
       "baddbmm: unknown option 'gamma'")
     h.fails_cleanly(function() return t:var(1, { ddof = 1 }) end, "var: unknown option 'ddof'")
     h.fails_cleanly(function() return lt.Tensor.split(3, 1) end, "split: expected a tensor as self, got number")
+    h.fails_cleanly(function() return t:norm(0) end, "norm: p must be a positive number, got 0")
+    h.fails_cleanly(function() return lt.arange(3):norm() end, "norm: expected a floating tensor, got int64")
+    h.fails_cleanly(function() return lt.nn.functional.normalize(t, { axis = 1 }) end, "normalize: unknown option 'axis'")
+    h.fails_cleanly(function() return lt.nn.functional.cosine_similarity(t, 1) end, "cosine_similarity: expected a tensor, got number")
   end)
 end)
