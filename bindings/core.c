@@ -218,6 +218,7 @@ int luaopen_lt_core(lua_State *L) {
   ltb_open_autocast(L, core);
   ltb_open_category(L, core);
   ltb_open_grad_handle(L, core);
+  ltb_open_slicing(L, core);
   ltb_open_optim(L, core);
   ltb_open_system(L, core);
   luaL_newlib(L, cuda_functions);

@@ -349,6 +349,35 @@ void ltb_set_requires_grad(lua_State *L, lt_tensor *t, bool on, const char *op) 
   if (st != LT_OK) ltb_raise(L, st);
 }
 
+/* Torch7's slices, t[{ {}, -1, {2, 4} }] (read and written), are Lua code
+ * (lua/lt/slicing.lua), installed by core._set_slicing(get, set): the
+ * registry keeps the two functions. */
+static const char slice_get_key = 0, slice_set_key = 0;
+
+static int slice_call(lua_State *L, const void *key, int nargs, int nresults) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) != LUA_TFUNCTION)
+    return ltb_error(L, "index: a table index needs lt's Lua library (require \"lt\")");
+  lua_insert(L, 1);
+  lua_call(L, nargs, nresults);
+  return nresults;
+}
+
+static int set_slicing(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_pushvalue(L, 1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &slice_get_key);
+  lua_pushvalue(L, 2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &slice_set_key);
+  return 0;
+}
+
+void ltb_open_slicing(lua_State *L, int core_idx) {
+  core_idx = lua_absindex(L, core_idx);
+  lua_pushcfunction(L, set_slicing);
+  lua_setfield(L, core_idx, "_set_slicing");
+}
+
 static int tensor_index(lua_State *L) {
   int kt = lua_type(L, 2);
   if (kt == LUA_TSTRING) {
@@ -363,12 +392,21 @@ static int tensor_index(lua_State *L) {
     return get_field(L, h->tensor, (enum field)f);
   }
   if (kt == LUA_TNUMBER) return index_integer(L);
-  return ltb_error(L, "index: a tensor index must be an integer, got %s", luaL_typename(L, 2));
+  if (kt == LUA_TTABLE) {
+    lua_settop(L, 2);
+    return slice_call(L, &slice_get_key, 2, 1);
+  }
+  return ltb_error(L, "index: a tensor index must be an integer, got %s (or a table of slices: "
+                   "t[{ {}, 2, {1, 3} }])", luaL_typename(L, 2));
 }
 
 static int tensor_newindex(lua_State *L) {
   int kt = lua_type(L, 2);
   if (kt == LUA_TNUMBER) return assign_integer(L);
+  if (kt == LUA_TTABLE) {
+    lua_settop(L, 3);
+    return slice_call(L, &slice_set_key, 3, 0);
+  }
   if (kt != LUA_TSTRING)
     return ltb_error(L, "index assignment: a tensor index must be an integer, got %s",
                       luaL_typename(L, 2));

@@ -86,4 +86,7 @@ int ltb_set_data(lua_State *L);
 /* Builds the tensor metatable; expects the methods table at methods_idx. */
 void ltb_open_tensor_handle(lua_State *L, int methods_idx);
 
+/* core._set_slicing(get, set): the Lua side of t[{...}] (tensor_handle.c). */
+void ltb_open_slicing(lua_State *L, int core_idx);
+
 #endif

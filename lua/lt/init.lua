@@ -26,6 +26,8 @@ end
 
 local extras = require "lt.tensor_extras" -- also t:new_zeros, t:clamp{min=, max=}, ...
 lt.finfo, lt.iinfo = extras.finfo, extras.iinfo
+local slicing = require "lt.slicing"
+core._set_slicing(slicing.get, slicing.set) -- t[{ {}, -1, {2, 4} }], read and written
 local tensor_ops = require "lt.tensor_ops" -- t:split, chunk, masked_fill, tril, triu, bmm, baddbmm, var, std, norm
 for _, name in ipairs { "split", "chunk", "masked_fill", "tril", "triu", "bmm", "baddbmm", "var", "std", "norm" } do
   lt[name] = lt.Tensor[name] -- torch.tril(x) and friends
