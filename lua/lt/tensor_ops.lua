@@ -255,6 +255,47 @@ function Tensor.norm(t, p, dims, opts)
   return n:view(reduced_shape(t, list))
 end
 
+-- t:gather(dim, index): out[i][j] = t[i][index[i][j]] (dim 2; any dim, any
+-- rank): index (int64, 1-based, t's rank, no larger than t in the other
+-- dims) picks along dim. The positions become flat offsets into a contiguous
+-- t, and one index_select reads them, so the backward is index_select's
+-- (the gradient added back at each picked position).
+function Tensor.gather(t, dim, index)
+  check_self("gather", t)
+  dim = resolve_dim("gather", t, dim)
+  if not is_tensor(index) or index.dtype ~= "int64" then
+    raise(("gather: expected an int64 index tensor, got %s"):format(is_tensor(index) and index.dtype or type(index)))
+  end
+  if index.ndim ~= t.ndim then
+    raise(("gather: index has %d dimensions, the tensor %d"):format(index.ndim, t.ndim))
+  end
+  for d = 1, t.ndim do
+    if d ~= dim and index.shape[d] > t.shape[d] then
+      raise(("gather: index is %d in dimension %d, larger than the tensor's %d"):format(index.shape[d], d, t.shape[d]))
+    end
+  end
+  local n = t.shape[dim]
+  if index:numel() > 0 and (index:min():item() < 1 or index:max():item() > n) then
+    raise(("gather: index values must be 1 to %d in dimension %d, got %d to %d"):format(
+      n, dim, index:min():item(), index:max():item()))
+  end
+  local src = t:contiguous()
+  local strides, stride = {}, 1
+  for d = t.ndim, 1, -1 do
+    strides[d] = stride
+    stride = stride * t.shape[d]
+  end
+  local offsets = (index - 1) * strides[dim]
+  for d = 1, t.ndim do
+    if d ~= dim then
+      local shape = {}
+      for e = 1, t.ndim do shape[e] = e == d and index.shape[d] or 1 end
+      offsets = offsets + core.arange(index.shape[d], { device = index.device }):view(shape) * strides[d]
+    end
+  end
+  return src:view(-1):index_select(1, offsets:view(-1) + 1):view(index.shape)
+end
+
 -- F.normalize(x, {p = 2, dim = 2, eps = 1e-12}): x / max(norm(x), eps) along dim.
 local function normalize(x, opts)
   check_self("normalize", x)

@@ -1,5 +1,5 @@
 -- split, chunk, masked_fill, tril, triu, bmm, baddbmm, var, std, norm,
--- F.normalize and F.cosine_similarity against
+-- gather, F.normalize and F.cosine_similarity against
 -- PyTorch's outputs and input gradients (tests/fixtures/tensor_ops/cases.lua,
 -- float64, 1e-12), against float64 finite differences, and their bad input.
 local lt = require "lt"
@@ -28,11 +28,13 @@ describe("tensor ops against PyTorch", function()
       local inputs = {}
       for i, name in ipairs(c.order) do
         local spec = c.inputs[name]
-        inputs[i] = tensor(spec, spec.dtype ~= "bool")
+        inputs[i] = tensor(spec, spec.dtype == "float64")
       end
       local x = inputs[1]
-      local args = table.move(inputs, 2, #inputs, 1, {})
-      table.move(c.args, 1, #c.args, #args + 1, args)
+      local args = {}
+      if c.args_first then table.move(c.args, 1, #c.args, 1, args) end
+      table.move(inputs, 2, #inputs, #args + 1, args)
+      if not c.args_first then table.move(c.args, 1, #c.args, #args + 1, args) end
       local fn = lt.Tensor[c.op] or lt.nn.functional[c.op] -- normalize, cosine_similarity: F's
       local outs = fn(x, table.unpack(args))
       if lt.is_tensor(outs) then outs = { outs } end
@@ -107,6 +109,12 @@ describe("tensor ops", function()
     h.fails_cleanly(function() return t:var(1, { ddof = 1 }) end, "var: unknown option 'ddof'")
     h.fails_cleanly(function() return lt.Tensor.split(3, 1) end, "split: expected a tensor as self, got number")
     h.fails_cleanly(function() return t:norm(0) end, "norm: p must be a positive number, got 0")
+    local picks = lt.tensor({ { 1, 5 } })
+    h.fails_cleanly(function() return t:gather(2, picks) end, "gather: index values must be 1 to 4 in dimension 2, got 1 to 5")
+    h.fails_cleanly(function() return t:gather(2, lt.tensor({ 1 })) end, "gather: index has 1 dimensions, the tensor 2")
+    h.fails_cleanly(function() return t:gather(2, lt.tensor({ { 1.0 } })) end, "gather: expected an int64 index tensor, got float32")
+    h.fails_cleanly(function() return t:gather(1, lt.ones(1, 5, { dtype = "int64" })) end,
+      "gather: index is 5 in dimension 2, larger than the tensor's 4")
     h.fails_cleanly(function() return lt.arange(3):norm() end, "norm: expected a floating tensor, got int64")
     h.fails_cleanly(function() return lt.nn.functional.normalize(t, { axis = 1 }) end, "normalize: unknown option 'axis'")
     h.fails_cleanly(function() return lt.nn.functional.cosine_similarity(t, 1) end, "cosine_similarity: expected a tensor, got number")
