@@ -30,7 +30,7 @@ local slicing = require "lt.slicing"
 core._set_slicing(slicing.get, slicing.set) -- t[{ {}, -1, {2, 4} }], read and written
 local tensor_ops = require "lt.tensor_ops" -- t:split, chunk, masked_fill, tril, triu, bmm, baddbmm, var, std, norm
 for _, name in ipairs { "split", "chunk", "masked_fill", "tril", "triu", "bmm", "baddbmm", "var", "std", "norm",
-    "gather" } do
+    "gather", "cumsum" } do
   lt[name] = lt.Tensor[name] -- torch.tril(x) and friends
 end
 

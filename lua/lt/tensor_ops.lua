@@ -6,6 +6,7 @@
 local core = require "lt.core"
 local raise = require "lt.user_error"
 local autograd = require "lt.autograd"
+local F_pad = core._pad -- F.pad
 
 local Tensor = core.Tensor
 local is_tensor = core.is_tensor
@@ -294,6 +295,29 @@ function Tensor.gather(t, dim, index)
     end
   end
   return src:view(-1):index_select(1, offsets:view(-1) + 1):view(index.shape)
+end
+
+-- t:cumsum(dim): running sums along dim (integers and bool give int64, as
+-- PyTorch). A Hillis-Steele scan: log2(n) rounds, each adding the sums so
+-- far shifted by 1, 2, 4, ... places (a narrow padded with zeros), so the
+-- backward is that of pad, narrow and add; no round saves a tensor.
+function Tensor.cumsum(t, dim)
+  check_self("cumsum", t)
+  dim = resolve_dim("cumsum", t, dim)
+  local x = t
+  if not (t.dtype:match("^float") or t.dtype == "bfloat16") then x = t:to("int64") end
+  local n = x.shape[dim]
+  local pad = {}
+  for i = 1, 2 * (x.ndim - dim + 1) do pad[i] = 0 end
+  local front = 2 * (x.ndim - dim) + 1 -- pad's slot for the start of dim (last dims first)
+  local shift = 1
+  while shift < n do
+    pad[front] = shift
+    x = x + F_pad(x:narrow(dim, 1, n - shift), pad)
+    shift = shift * 2
+  end
+  if rawequal(x, t) then x = t:clone() end -- a new tensor, as for every other length
+  return x
 end
 
 -- F.normalize(x, {p = 2, dim = 2, eps = 1e-12}): x / max(norm(x), eps) along dim.

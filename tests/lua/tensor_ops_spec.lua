@@ -1,5 +1,5 @@
 -- split, chunk, masked_fill, tril, triu, bmm, baddbmm, var, std, norm,
--- gather, F.normalize and F.cosine_similarity against
+-- gather, cumsum, F.normalize and F.cosine_similarity against
 -- PyTorch's outputs and input gradients (tests/fixtures/tensor_ops/cases.lua,
 -- float64, 1e-12), against float64 finite differences, and their bad input.
 local lt = require "lt"
@@ -81,6 +81,15 @@ describe("tensor ops", function()
     local one = lt.tensor({ 2.0 }):var()
     assert.is_true(one:item() ~= one:item()) -- NaN, as PyTorch (no degree of freedom)
     assert.same({ 1, 1 }, lt.ones(2, 3):var(nil, { keepdim = true }).shape)
+  end)
+
+  it("cumsum of integers and bool gives int64, as PyTorch's; one element is a copy", function()
+    assert.same({ 1, 3, 6 }, lt.tensor({ 1, 2, 3 }, { dtype = "int32" }):cumsum(1):totable())
+    assert.equal("int64", lt.tensor({ 1, 2, 3 }, { dtype = "int32" }):cumsum(1).dtype)
+    assert.same({ 1, 1, 2 }, lt.tensor({ true, false, true }):cumsum(1):totable())
+    local one = lt.ones(1)
+    assert.is_false(rawequal(one, one:cumsum(1)))
+    h.fails_cleanly(function() return one:cumsum(2) end, "cumsum: dimension 2 out of range for a 1-dimensional tensor")
   end)
 
   it("norm's 2-norm has PyTorch's backward at zero, and agrees with finite differences", function()
