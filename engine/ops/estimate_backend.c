@@ -111,98 +111,98 @@ const lt_backend *lt_estimate_backend(lt_device_type type, const lt_backend *rea
 
 /* ---- the nn table ---- */
 
-/* Every nn kernel that takes no scratch: one shape of stub per signature is
- * not worth it, so each gets its own, all returning at once. */
-#define E_NN_STUB(name, params, uses)                                                            \
+/* The nn and optimizer kernels compute nothing while estimating: each
+ * signature gets a function that ignores its arguments and returns at once. */
+#define E_NO_WORK(name, params, uses)                                                            \
   static lt_status name params {                                                                 \
     uses;                                                                                        \
     return LT_OK;                                                                                \
   }
 
-E_NN_STUB(e_linear, (lt_tensor * out, const lt_tensor *x, const lt_tensor *w, const lt_tensor *b),
+E_NO_WORK(e_linear, (lt_tensor * out, const lt_tensor *x, const lt_tensor *w, const lt_tensor *b),
           (void)out; (void)x; (void)w; (void)b)
-E_NN_STUB(e_linear_backward,
+E_NO_WORK(e_linear_backward,
           (lt_tensor * gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go, const lt_tensor *x,
            const lt_tensor *w, bool add_gw, bool add_gb),
           (void)gx; (void)gw; (void)gb; (void)go; (void)x; (void)w; (void)add_gw; (void)add_gb)
-E_NN_STUB(e_conv2d,
+E_NO_WORK(e_conv2d,
           (lt_tensor * out, const lt_tensor *x, const lt_tensor *w, const lt_tensor *b,
            const lt_conv2d_opts *o),
           (void)out; (void)x; (void)w; (void)b; (void)o)
-E_NN_STUB(e_conv2d_backward,
+E_NO_WORK(e_conv2d_backward,
           (lt_tensor * gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go, const lt_tensor *x,
            const lt_tensor *w, const lt_conv2d_opts *o),
           (void)gx; (void)gw; (void)gb; (void)go; (void)x; (void)w; (void)o)
-E_NN_STUB(e_max_pool2d,
+E_NO_WORK(e_max_pool2d,
           (lt_tensor * out, lt_tensor *indices, const lt_tensor *x, const lt_pool2d_opts *o),
           (void)out; (void)indices; (void)x; (void)o)
-E_NN_STUB(e_max_pool2d_backward, (lt_tensor * gx, const lt_tensor *go, const lt_tensor *indices),
+E_NO_WORK(e_max_pool2d_backward, (lt_tensor * gx, const lt_tensor *go, const lt_tensor *indices),
           (void)gx; (void)go; (void)indices)
-E_NN_STUB(e_avg_pool2d, (lt_tensor * out, const lt_tensor *x, const lt_pool2d_opts *o),
+E_NO_WORK(e_avg_pool2d, (lt_tensor * out, const lt_tensor *x, const lt_pool2d_opts *o),
           (void)out; (void)x; (void)o)
-E_NN_STUB(e_avg_pool2d_backward, (lt_tensor * gx, const lt_tensor *go, const lt_pool2d_opts *o),
+E_NO_WORK(e_avg_pool2d_backward, (lt_tensor * gx, const lt_tensor *go, const lt_pool2d_opts *o),
           (void)gx; (void)go; (void)o)
-E_NN_STUB(e_batch_norm,
+E_NO_WORK(e_batch_norm,
           (lt_tensor * out, lt_tensor *save_mean, lt_tensor *save_invstd, const lt_tensor *x,
            lt_tensor *running_mean, lt_tensor *running_var, const lt_tensor *w,
            const lt_tensor *b, bool training, double momentum, double eps),
           (void)out; (void)save_mean; (void)save_invstd; (void)x; (void)running_mean;
           (void)running_var; (void)w; (void)b; (void)training; (void)momentum; (void)eps)
-E_NN_STUB(e_batch_norm_backward,
+E_NO_WORK(e_batch_norm_backward,
           (lt_tensor * gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go, const lt_tensor *x,
            const lt_tensor *w, const lt_tensor *mean, const lt_tensor *invstd, bool training),
           (void)gx; (void)gw; (void)gb; (void)go; (void)x; (void)w; (void)mean; (void)invstd;
           (void)training)
-E_NN_STUB(e_layer_norm,
+E_NO_WORK(e_layer_norm,
           (lt_tensor * out, lt_tensor *mean, lt_tensor *rstd, const lt_tensor *x,
            const lt_tensor *w, const lt_tensor *b, double eps),
           (void)out; (void)mean; (void)rstd; (void)x; (void)w; (void)b; (void)eps)
-E_NN_STUB(e_layer_norm_backward,
+E_NO_WORK(e_layer_norm_backward,
           (lt_tensor * gx, lt_tensor *gw, lt_tensor *gb, const lt_tensor *go, const lt_tensor *x,
            const lt_tensor *mean, const lt_tensor *rstd, const lt_tensor *w),
           (void)gx; (void)gw; (void)gb; (void)go; (void)x; (void)mean; (void)rstd; (void)w)
-E_NN_STUB(e_gelu, (lt_tensor * out, const lt_tensor *x, lt_gelu_approx approx),
+E_NO_WORK(e_gelu, (lt_tensor * out, const lt_tensor *x, lt_gelu_approx approx),
           (void)out; (void)x; (void)approx)
-E_NN_STUB(e_gelu_backward,
+E_NO_WORK(e_gelu_backward,
           (lt_tensor * gx, const lt_tensor *go, const lt_tensor *x, lt_gelu_approx approx),
           (void)gx; (void)go; (void)x; (void)approx)
-E_NN_STUB(e_masked_scale,
+E_NO_WORK(e_masked_scale,
           (lt_tensor * out, const lt_tensor *x, const lt_tensor *mask, double scale),
           (void)out; (void)x; (void)mask; (void)scale)
-E_NN_STUB(e_softmax, (lt_tensor * out, const lt_tensor *x, lt_nn_dim_geom g, bool log),
+E_NO_WORK(e_softmax, (lt_tensor * out, const lt_tensor *x, lt_nn_dim_geom g, bool log),
           (void)out; (void)x; (void)g; (void)log)
-E_NN_STUB(e_softmax_backward,
+E_NO_WORK(e_softmax_backward,
           (lt_tensor * gx, const lt_tensor *go, const lt_tensor *y, lt_nn_dim_geom g, bool log),
           (void)gx; (void)go; (void)y; (void)g; (void)log)
-E_NN_STUB(e_cross_entropy,
+E_NO_WORK(e_cross_entropy,
           (lt_tensor * loss, lt_tensor *lse, const lt_tensor *logits, const lt_tensor *target,
            const lt_tensor *weight, const lt_class_loss_opts *o),
           (void)loss; (void)lse; (void)logits; (void)target; (void)weight; (void)o)
-E_NN_STUB(e_cross_entropy_backward,
+E_NO_WORK(e_cross_entropy_backward,
           (lt_tensor * glogits, const lt_tensor *gl, const lt_tensor *logits,
            const lt_tensor *target, const lt_tensor *weight, const lt_tensor *lse,
            const lt_class_loss_opts *o),
           (void)glogits; (void)gl; (void)logits; (void)target; (void)weight; (void)lse; (void)o)
-E_NN_STUB(e_nll_loss,
+E_NO_WORK(e_nll_loss,
           (lt_tensor * loss, const lt_tensor *lp, const lt_tensor *target,
            const lt_tensor *weight, const lt_class_loss_opts *o),
           (void)loss; (void)lp; (void)target; (void)weight; (void)o)
-E_NN_STUB(e_nll_loss_backward,
+E_NO_WORK(e_nll_loss_backward,
           (lt_tensor * glp, const lt_tensor *gl, const lt_tensor *target,
            const lt_tensor *weight, const lt_class_loss_opts *o),
           (void)glp; (void)gl; (void)target; (void)weight; (void)o)
-E_NN_STUB(e_mse_loss,
+E_NO_WORK(e_mse_loss,
           (lt_tensor * loss, const lt_tensor *a, const lt_tensor *b, lt_reduction reduction),
           (void)loss; (void)a; (void)b; (void)reduction)
-E_NN_STUB(e_mse_loss_backward,
+E_NO_WORK(e_mse_loss_backward,
           (lt_tensor * ga, const lt_tensor *gl, const lt_tensor *a, const lt_tensor *b,
            lt_reduction reduction),
           (void)ga; (void)gl; (void)a; (void)b; (void)reduction)
-E_NN_STUB(e_embedding,
+E_NO_WORK(e_embedding,
           (lt_tensor * out, const lt_tensor *weight, const lt_tensor *indices,
            int64_t index_base),
           (void)out; (void)weight; (void)indices; (void)index_base)
-E_NN_STUB(e_embedding_backward,
+E_NO_WORK(e_embedding_backward,
           (lt_tensor * gw, const lt_tensor *go, const lt_tensor *indices, int64_t index_base,
            int64_t padding_row),
           (void)gw; (void)go; (void)indices; (void)index_base; (void)padding_row)
@@ -256,26 +256,26 @@ const lt_nn_backend *lt_estimate_nn_backend(lt_device_type type, const lt_nn_bac
 
 /* ---- the optimizer table ---- */
 
-E_NN_STUB(e_sgd,
+E_NO_WORK(e_sgd,
           (lt_tensor * param, const lt_tensor *grad, lt_tensor *buf, bool init_buffer,
            const lt_sgd_options *o),
           (void)param; (void)grad; (void)buf; (void)init_buffer; (void)o)
-E_NN_STUB(e_adam,
+E_NO_WORK(e_adam,
           (lt_tensor * param, const lt_tensor *grad, lt_tensor *exp_avg, lt_tensor *exp_avg_sq,
            lt_tensor *max_exp_avg_sq, const lt_adam_scalars *s),
           (void)param; (void)grad; (void)exp_avg; (void)exp_avg_sq; (void)max_exp_avg_sq;
           (void)s)
-E_NN_STUB(e_sgd_many,
+E_NO_WORK(e_sgd_many,
           (int64_t n, lt_tensor *const *params, lt_tensor *const *grads, lt_tensor *const *bufs,
            const bool *init_buffers, const lt_sgd_options *o),
           (void)n; (void)params; (void)grads; (void)bufs; (void)init_buffers; (void)o)
-E_NN_STUB(e_adam_many,
+E_NO_WORK(e_adam_many,
           (int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
            lt_tensor *const *exp_avgs, lt_tensor *const *exp_avg_sqs,
            lt_tensor *const *max_exp_avg_sqs, const lt_adam_scalars *s),
           (void)n; (void)params; (void)grads; (void)exp_avgs; (void)exp_avg_sqs;
           (void)max_exp_avg_sqs; (void)s)
-E_NN_STUB(e_unscale_many,
+E_NO_WORK(e_unscale_many,
           (int64_t n, lt_tensor *const *grads, float inv_scale, lt_tensor *found_inf),
           (void)n; (void)grads; (void)inv_scale; (void)found_inf)
 
