@@ -29,10 +29,16 @@
 
 enum { NSLOTS = 1 + LT_MAX_DEVICES }; /* the cpu, then each cuda device */
 
+/* The two measures of what is allocated (peak collections below): the
+ * allocator's blocks, the bytes asked for. */
+typedef struct usage {
+  size_t blocks, requested;
+} usage;
+
 typedef struct pressure {
   size_t debt;      /* bytes charged since the last step */
   size_t threshold; /* debt that triggers the next step (0: step at once) */
-  size_t live_max;  /* the most bytes found live by a collection since the
+  usage live_max;   /* the most bytes found live by a collection since the
                        peak was last reset (peak collections below) */
   size_t charged;   /* bytes charged since the last full collection */
   unsigned useless; /* peak collections in a row that freed next to nothing */
@@ -288,78 +294,101 @@ static void oom_hook(void *ud, lt_device dev, size_t nbytes) {
  * The debt rule above lets garbage reach an eighth of what is allocated; at
  * the moment of a step's peak that eighth is a peak PyTorch would not have.
  * So the allocator also asks (its peak hook) before an allocation would lift
- * allocated above a mark a little over the most bytes ever found live since
- * the peak was reset: a full collection then gives back everything the
+ * what is allocated above a mark a little over the most ever found live
+ * since the peak was reset: a full collection then gives back everything the
  * script dropped, and the allocation sets a new peak only if live tensors
- * need it. The peak thus stays within PEAK_SLACK of the one reference
- * counting would give (a collection before every instruction), and in a
- * training loop the mark is crossed about once a step. A collection costs
- * time in proportion to the Lua heap, so past PEAK_HEAP_FREE it runs only
- * when the tensors charged since the last one are not small next to the
- * heap; until then the mark moves up by what is missing. While live bytes
- * only grow (a script filling a list with tensors) collections find nothing:
- * past PEAK_USELESS_FREE of them in a row (a forward pass saving its
- * activations makes a few), each one that frees less than an eighth of its
- * slack doubles the next slack, so such a phase costs a logarithmic number
- * of them, and one that frees something brings the slack back. */
-/* The slack is a floor of 4 KiB in practice: below a model's output (the
- * logits a step drops while its backward runs, 5 KiB for 128 rows of 10
- * classes), so that such garbage never makes a peak PyTorch would not have;
- * a smaller one costs a collection nearly every step of a tiny model. */
+ * need it. There are two marks, one on each measure of "allocated": the
+ * requested bytes (what tensors asked for, what PyTorch's figures count)
+ * within a tight slack, and the allocator's blocks (each rounded up to 512
+ * bytes) within a looser one. The peak thus stays within the slacks of the
+ * one reference counting would give (a collection before every
+ * instruction), and in a training loop a mark is crossed about once a step.
+ * A collection costs time in proportion to the Lua heap, so past
+ * PEAK_HEAP_FREE it runs only when the tensors charged since the last one
+ * are not small next to the heap; until then the marks move up by what is
+ * missing. While live bytes only grow (a script filling a list with tensors)
+ * collections find nothing: past PEAK_USELESS_FREE of them in a row (a
+ * forward pass saving its activations makes a few), each one that frees less
+ * than an eighth of both slacks doubles the next slacks, so such a phase costs
+ * a logarithmic number of them, and one that frees something brings the
+ * slacks back. */
+
+/* The requested slack is a floor of 4 KiB in practice: below a model's output
+ * (the logits a step drops while its backward runs, 5 KiB for 128 rows of 10
+ * classes), so that such garbage never makes a peak PyTorch would not have.
+ * The blocks' slack is wider because a tiny tensor's block is 512 bytes
+ * whatever it holds: a small model's step drops a few of them (a 1 x 10
+ * logits and a loss: 44 bytes asked, 1 KiB of blocks), and a 4 KiB slack on
+ * blocks would collect every four steps, a tenth of a batch-1 step's time. */
 #define PEAK_SLACK_DIV 100000 /* 0.001% */
 #define PEAK_SLACK_MIN (4 * KIB)
+#define PEAK_BLOCK_SLACK_DIV 256 /* 0.4% */
+#define PEAK_BLOCK_SLACK_MIN (16 * KIB)
 /* A heap up to this size is collected at every mark: a training script's is
  * a few hundred KiB, whose full collection takes well under 0.1 ms. */
 #define PEAK_HEAP_FREE (4 * MIB)
 
 #define PEAK_USELESS_FREE 64
-#define PEAK_BACKOFF_MAX 20 /* the slack grows to at most 2^20 times */
+#define PEAK_BACKOFF_MAX 20 /* the slacks grow to at most 2^20 times */
 
-static size_t peak_slack(size_t live, unsigned backoff) {
-  size_t slack = live / PEAK_SLACK_DIV;
-  if (slack < PEAK_SLACK_MIN) slack = PEAK_SLACK_MIN;
+static usage usage_now(lt_device dev) { return (usage){lt_memory_allocated(dev), lt_memory_requested(dev)}; }
+
+static usage usage_plus(usage u, size_t nbytes) { return (usage){u.blocks + nbytes, u.requested + nbytes}; }
+
+static size_t slack_of(size_t live, size_t div, size_t floor, unsigned backoff) {
+  size_t slack = live / div;
+  if (slack < floor) slack = floor;
   return slack << backoff;
 }
 
-static size_t peak_mark(size_t live, unsigned backoff) { return live + peak_slack(live, backoff); }
+static usage peak_slack(usage live, unsigned backoff) {
+  return (usage){slack_of(live.blocks, PEAK_BLOCK_SLACK_DIV, PEAK_BLOCK_SLACK_MIN, backoff),
+                 slack_of(live.requested, PEAK_SLACK_DIV, PEAK_SLACK_MIN, backoff)};
+}
+
+static void set_marks(lt_device dev, usage live, usage slack) {
+  lt_alloc_set_collect_marks(dev, live.blocks + slack.blocks, live.requested + slack.requested);
+}
 
 static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
   pressure *p = &pressures[slot_of(dev)];
   lua_State *L = ud;
-  const size_t need = nbytes + lt_memory_allocated(dev);
+  const usage need = usage_plus(usage_now(dev), nbytes);
   if (in_hook || L == NULL) {
-    lt_alloc_set_collect_mark(dev, peak_mark(need, p->backoff));
+    set_marks(dev, need, peak_slack(need, p->backoff));
     return;
   }
   const size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT) * KIB;
   if (heap > PEAK_HEAP_FREE && p->charged < heap / 4) {
     /* A large heap (a script keeping data in Lua tables) makes a collection
      * dear: wait until the tensors made since the last one are worth it. */
-    lt_alloc_set_collect_mark(dev, need + (heap / 4 - p->charged));
+    const size_t wait = heap / 4 - p->charged;
+    set_marks(dev, need, (usage){wait, wait});
     return;
   }
-  const size_t before = lt_memory_allocated(dev);
+  const usage before = usage_now(dev);
   in_hook = true;
   lua_gc(L, LUA_GCCOLLECT);
   in_hook = false;
   clear_debts();
-  const size_t after = lt_memory_allocated(dev);
-  const size_t live = after + nbytes;
-  if (before - after < peak_slack(p->live_max, p->backoff) / 8) {
+  const usage after = usage_now(dev), live = usage_plus(after, nbytes);
+  const usage slack = peak_slack(p->live_max, p->backoff);
+  if (before.blocks - after.blocks < slack.blocks / 8 && before.requested - after.requested < slack.requested / 8) {
     if (p->useless < PEAK_USELESS_FREE + PEAK_BACKOFF_MAX) p->useless++;
   } else {
     p->useless = 0;
   }
   p->backoff = p->useless > PEAK_USELESS_FREE ? p->useless - PEAK_USELESS_FREE : 0;
-  if (live > p->live_max) p->live_max = live;
-  lt_alloc_set_collect_mark(dev, peak_mark(p->live_max, p->backoff));
+  if (live.blocks > p->live_max.blocks) p->live_max.blocks = live.blocks;
+  if (live.requested > p->live_max.requested) p->live_max.requested = live.requested;
+  set_marks(dev, p->live_max, peak_slack(p->live_max, p->backoff));
 }
 
 /* After reset_peak: the next allocation collects and measures what is live. */
 static void restart_peak_marks(lt_device dev) {
-  pressures[slot_of(dev)].live_max = 0;
+  pressures[slot_of(dev)].live_max = (usage){0, 0};
   pressures[slot_of(dev)].backoff = pressures[slot_of(dev)].useless = 0;
-  lt_alloc_set_collect_mark(dev, 1);
+  lt_alloc_set_collect_marks(dev, 1, 0);
 }
 
 static void restart_all_peak_marks(void) {

@@ -92,7 +92,8 @@ struct lt_device_allocator {
   lt_block *spare_blocks;  /* recycled block structs (linked by next) */
   lt_block *pending;       /* freed blocks waiting for other streams (streams.c) */
   lt_memory_stats stats;   /* stats.limit is the limit */
-  size_t collect_mark;     /* the peak hook runs above it (0: never) */
+  /* The peak hook runs above either (0: never): allocated bytes, requested. */
+  size_t collect_mark, collect_mark_requested;
   /* estimate.c: set on a shadow only: the reservations its segments come
    * from, the allocator it shadows, and its link among kept shadows. */
   const lt_raw_allocator *estimate_raw;

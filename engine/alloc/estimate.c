@@ -75,6 +75,7 @@ static lt_device_allocator *new_shadow(lt_device_allocator *real) {
   pthread_mutex_lock(&s->lock);
   s->stats = real->stats;
   s->collect_mark = real->collect_mark;
+  s->collect_mark_requested = real->collect_mark_requested;
   const bool cloned = lt_clone_cache_locked(real, s, &reservations);
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_unlock(&real->lock);

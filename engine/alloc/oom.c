@@ -35,11 +35,12 @@ void lt_alloc_set_peak_hook(lt_oom_hook hook, void *ud) {
   pthread_mutex_unlock(&hook_lock);
 }
 
-void lt_alloc_set_collect_mark(lt_device dev, size_t bytes) {
+void lt_alloc_set_collect_marks(lt_device dev, size_t allocated_mark, size_t requested_mark) {
   lt_device_allocator *da = lt_device_allocator_of(dev);
   if (!da) return;
   pthread_mutex_lock(&da->lock);
-  da->collect_mark = bytes;
+  da->collect_mark = allocated_mark;
+  da->collect_mark_requested = requested_mark;
   pthread_mutex_unlock(&da->lock);
 }
 
@@ -52,11 +53,12 @@ void lt_alloc_before(lt_device_allocator *da, size_t nbytes) {
   pthread_mutex_unlock(&hook_lock);
   if (!hook) return; /* the marks wait for a hook */
   pthread_mutex_lock(&da->lock);
-  const size_t mark = da->collect_mark;
+  const size_t mark = da->collect_mark, mark_requested = da->collect_mark_requested;
   const size_t after = (size_t)da->stats.allocated_bytes[LT_POOL_ALL].current + lt_round_size(nbytes);
-  const bool run = mark != 0 && after > mark;
+  const size_t after_requested = (size_t)da->stats.requested_bytes[LT_POOL_ALL].current + nbytes;
+  const bool run = (mark != 0 && after > mark) || (mark_requested != 0 && after_requested > mark_requested);
   if (run) {
-    da->collect_mark = 0; /* the hook sets the next one */
+    da->collect_mark = da->collect_mark_requested = 0; /* the hook sets the next ones */
     da->stats.num_peak_collections++;
   }
   pthread_mutex_unlock(&da->lock);

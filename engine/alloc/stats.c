@@ -40,6 +40,15 @@ size_t lt_memory_allocated(lt_device dev) {
   return (size_t)n;
 }
 
+size_t lt_memory_requested(lt_device dev) {
+  lt_device_allocator *da = lt_device_allocator_of(dev);
+  if (!da) return 0;
+  pthread_mutex_lock(&da->lock);
+  const int64_t n = da->stats.requested_bytes[LT_POOL_ALL].current;
+  pthread_mutex_unlock(&da->lock);
+  return (size_t)n;
+}
+
 static void reset_peaks(lt_stat *stats, int n) {
   for (int i = 0; i < n; i++) stats[i].peak = stats[i].current;
 }

@@ -94,12 +94,14 @@ typedef void (*lt_oom_hook)(void *ud, lt_device dev, size_t nbytes);
 LT_API void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud);
 
 /* The peak hook runs before an allocation that would lift dev's allocated
- * bytes above its collect mark (the mark is cleared first; 0 means none):
- * the bindings collect garbage there, so that tensors the script already
- * dropped give their bytes back before they can make a new peak, and set
- * the next mark. Same rules as the out-of-memory hook (it may free). */
+ * bytes (rounded blocks) above its allocated mark, or its requested bytes
+ * (what callers asked for) above its requested mark; both marks are cleared
+ * first, and 0 means none. The bindings collect garbage there, so that
+ * tensors the script already dropped give their bytes back before they can
+ * make a new peak, and set the next marks. Same rules as the out-of-memory
+ * hook (it may free). */
 LT_API void lt_alloc_set_peak_hook(lt_oom_hook hook, void *ud);
-LT_API void lt_alloc_set_collect_mark(lt_device dev, size_t bytes);
+LT_API void lt_alloc_set_collect_marks(lt_device dev, size_t allocated_mark, size_t requested_mark);
 
 /* Allocates nbytes (0 allowed: gives a valid block of no bytes) on dev.
  * The order: a cached block, a fresh segment of the usual size; then the
@@ -178,6 +180,8 @@ typedef struct lt_memory_stats {
 LT_API void lt_memory_get_stats(lt_device dev, lt_memory_stats *out);
 /* allocated_bytes' current value alone: cheap enough for every allocation. */
 LT_API size_t lt_memory_allocated(lt_device dev);
+/* requested_bytes' current value alone (the unrounded bytes asked for). */
+LT_API size_t lt_memory_requested(lt_device dev);
 /* Every peak becomes its current value. */
 LT_API void lt_memory_reset_peak(lt_device dev);
 
