@@ -9,6 +9,7 @@
 -- peak counts parameters, gradients, optimizer state and activations, as
 -- torch.cuda.max_memory_allocated() does in a fresh process.
 local lt = require "lt"
+local step_theory = require "lt.step_theory"
 local nn, F, optim = lt.nn, lt.nn.functional, lt.optim
 
 local tricks = {}
@@ -195,6 +196,20 @@ local function training_peak(model_name, opts, optimizer, how)
   return lt.memory.max_allocated(DEV) - base, opt:state_bytes(), lt.memory.stats(DEV).by_category.activation.peak
 end
 tricks.training_peak = training_peak
+
+-- What theory says training_peak(model_name, opts, ...) peaks at, from the
+-- model's shapes alone (lua/lt/step_theory.lua), with state_bytes of
+-- optimizer state; theory_opts as step_theory.step_peak's; batch as
+-- tricks.setup's.
+function tricks.theory_peak(model_name, opts, state_bytes, theory_opts, batch)
+  local model, x, target = tricks.setup(model_name, opts, batch)
+  return step_theory.step_peak(step_theory.describe(model, x), x:numel(), target:numel(), state_bytes or 0,
+    theory_opts)
+end
+
+-- A theory from the step timeline: the predicted peak without the
+-- technique minus the predicted peak with it.
+local function timeline_theory(_, d) return d.theory_without - d.theory_with end
 
 technique {
   id = "inplace_relu", name = "in-place ReLU", models = { "cnn", "mlp" },
@@ -488,20 +503,27 @@ technique {
   end,
 }
 
+-- Full resolution against a downsampling variant, with the timeline
+-- theory of both.
+local function downsampling(model_name, variant)
+  local full, with = { downsample = "none" }, { downsample = variant }
+  return training_peak(model_name, full), training_peak(model_name, with), {
+    theory_without = tricks.theory_peak(model_name, full), theory_with = tricks.theory_peak(model_name, with),
+  }
+end
+
 technique {
   id = "maxpool", name = "max pooling per block", models = { "cnn" },
   explain = "MaxPool2d(2) after each block, not full resolution: the second block sees 1/4 of the pixels",
-  measure = function(model_name)
-    return training_peak(model_name, { downsample = "none" }), training_peak(model_name, { downsample = "maxpool" }), {}
-  end,
+  measure = function(model_name) return downsampling(model_name, "maxpool") end,
+  theory = timeline_theory,
 }
 
 technique {
   id = "strided", name = "strided convolutions", models = { "cnn" },
   explain = "stride-2 convolutions instead of full resolution: every activation at 1/4 of the pixels or less",
-  measure = function(model_name)
-    return training_peak(model_name, { downsample = "none" }), training_peak(model_name, { downsample = "strided" }), {}
-  end,
+  measure = function(model_name) return downsampling(model_name, "strided") end,
+  theory = timeline_theory,
 }
 
 local function adam(params) return optim.Adam(params, { lr = 1e-3 }) end
@@ -570,8 +592,12 @@ technique {
   id = "autocast", name = "autocast bfloat16", models = { "cnn", "mlp" },
   explain = "matmuls and convolutions in bfloat16 save 16-bit activations, but each weight gets a bfloat16 copy",
   measure = function(model_name)
-    return training_peak(model_name, {}), training_peak(model_name, {}, nil, { step = tricks.autocast_step }), {}
+    return training_peak(model_name, {}), training_peak(model_name, {}, nil, { step = tricks.autocast_step }), {
+      theory_without = tricks.theory_peak(model_name, {}),
+      theory_with = tricks.theory_peak(model_name, {}, 0, { autocast = true }),
+    }
   end,
+  theory = timeline_theory,
 }
 
 -- Checkpoint segments: 4 of the MLP's 33 layers; one per child of the CNN,
@@ -610,8 +636,13 @@ technique {
         return tricks.train_step(model, x, target, opt, tricks.checkpointed(model_name))
       end,
     })
-    return without, with, { activations_plain = activations_plain, activations_checkpointed = activations_checkpointed }
+    local model = tricks.setup(model_name)
+    local ranges = step_theory.checkpoint_ranges(model, tricks.checkpoint_segments(model_name, model))
+    return without, with, { activations_plain = activations_plain, activations_checkpointed = activations_checkpointed,
+      theory_without = tricks.theory_peak(model_name, {}),
+      theory_with = tricks.theory_peak(model_name, {}, 0, { segments = ranges }) }
   end,
+  theory = timeline_theory,
 }
 
 -- ---- the table ----
