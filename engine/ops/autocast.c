@@ -160,6 +160,8 @@ bool ac_wanted(const lt_tensor *t) {
          (lt_device_type)t->storage->device.type == state.device_type;
 }
 
+bool ac_float32_wanted(const lt_tensor *t) { return state.device_type == LT_DEVICE_CUDA && ac_wanted(t); }
+
 lt_status ac_begin(ac_operands *a, ac_policy policy, int n, const lt_tensor *const *ts) {
   const lt_dtype dt = policy == AC_LOWER ? state.dtype : LT_FLOAT32;
   a->n = n;

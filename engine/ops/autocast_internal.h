@@ -32,6 +32,12 @@ typedef struct ac_operands {
 
 /* Whether an op whose first operand is t is autocast now. */
 bool ac_wanted(const lt_tensor *t);
+/* The same for the ops of CUDA's float32 list that PyTorch's CPU list leaves
+ * out (exp, log, pow, the reciprocals, sum, softmax, log_softmax,
+ * layer_norm): cast only in a CUDA region; in a CPU region they run in their
+ * inputs' dtype, as torch.autocast("cpu") runs them. The losses and prod are
+ * on both lists (ac_wanted). */
+bool ac_float32_wanted(const lt_tensor *t);
 /* n (at most AC_MAX_OPERANDS) operands, NULLs allowed. On failure nothing
  * is held and autocast is not suspended. */
 lt_status ac_begin(ac_operands *a, ac_policy policy, int n, const lt_tensor *const *ts);

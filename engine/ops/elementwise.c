@@ -76,8 +76,8 @@ static lt_status check_tensor_pair(const char *name, const lt_tensor *a, const l
 }
 
 lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
-  /* Autocast: the rows marked FLOAT32 (pow) run in float32. */
-  if (autocast_float32(op) && ac_wanted(a))
+  /* Autocast: the rows marked FLOAT32 (pow) run in float32 in a CUDA region. */
+  if (autocast_float32(op) && ac_float32_wanted(a))
     AC_REDISPATCH(AC_FLOAT32, 2, AC_LIST(a, b), lt_binary(op, ac.t[0], ac.t[1], out));
   const char *name = lt_binary_op_name(op);
   LT_TRY(check_tensor_pair(name, a, b));
@@ -118,7 +118,7 @@ static lt_status check_int_pow(const char *name, lt_binary_op op, lt_dtype compu
 
 lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, bool is_integer,
                            bool scalar_first, lt_tensor **out) {
-  if (autocast_float32(op) && ac_wanted(a))
+  if (autocast_float32(op) && ac_float32_wanted(a))
     AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(a),
                   lt_binary_scalar(op, ac.t[0], s, is_integer, scalar_first, out));
   const char *name = lt_binary_op_name(op);
@@ -235,9 +235,9 @@ static lt_status unary_types(const char *name, lt_unary_op op, lt_dtype in, lt_d
 }
 
 lt_status lt_unary(lt_unary_op op, const lt_tensor *a, lt_tensor **out) {
-  /* Autocast: the rows marked FLOAT32 (exp, log, the reciprocals) run in float32. */
+  /* Autocast: the rows marked FLOAT32 (exp, log, the reciprocals) run in float32 in a CUDA region. */
   const ops_unary_row *row = ops_unary_row_of(op);
-  if (row && row->autocast_float32 && ac_wanted(a))
+  if (row && row->autocast_float32 && ac_float32_wanted(a))
     AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(a), lt_unary(op, ac.t[0], out));
   const char *name = lt_unary_op_name(op);
   LT_TRY(ops_check_live(name, a));

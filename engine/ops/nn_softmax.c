@@ -23,7 +23,7 @@ static lt_status softmax_forward(const char *op, const lt_tensor *x, int64_t dim
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_pointwise_dtype(be, x->dtype);
   nn_scope s = {0};
   lt_tensor *xc, *r;
   lt_status st = nn_prepare(&s, x, ct, &xc);
@@ -51,7 +51,7 @@ static lt_status softmax_backward(const char *op, const lt_tensor *grad_out, con
   const lt_device dev = y->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(y->dtype);
+  const lt_dtype ct = nn_pointwise_dtype(be, y->dtype);
   nn_scope s = {0};
   lt_tensor *goc, *yc, *r;
   lt_status st = nn_prepare(&s, grad_out, ct, &goc);
@@ -76,13 +76,13 @@ static lt_status softmax_op(const char *op, const lt_tensor *x, int64_t dim, boo
 }
 
 lt_status lt_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out) {
-  /* Autocast: softmax and log_softmax run in float32. */
-  if (ac_wanted(x)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(x), lt_softmax(ac.t[0], dim, out));
+  /* Autocast: softmax and log_softmax run in float32 on CUDA (on the CPU in x's dtype). */
+  if (ac_float32_wanted(x)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(x), lt_softmax(ac.t[0], dim, out));
   return softmax_op("softmax", x, dim, false, out);
 }
 
 lt_status lt_log_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out) {
-  if (ac_wanted(x)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(x), lt_log_softmax(ac.t[0], dim, out));
+  if (ac_float32_wanted(x)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(x), lt_log_softmax(ac.t[0], dim, out));
   return softmax_op("log_softmax", x, dim, true, out);
 }
 

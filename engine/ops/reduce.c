@@ -64,8 +64,8 @@ static lt_status reduce_op(const char *name, lt_reduce_op op, const lt_tensor *t
 }
 
 lt_status lt_sum(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out) {
-  /* Autocast: sums and products run in float32. */
-  if (ac_wanted(t)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(t), lt_sum(ac.t[0], dims, ndims, keepdim, out));
+  /* Autocast: sums run in float32 on CUDA (on the CPU in t's dtype; prod in float32 on both). */
+  if (ac_float32_wanted(t)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(t), lt_sum(ac.t[0], dims, ndims, keepdim, out));
   return reduce_op("sum", LT_REDUCE_SUM, t, dims, ndims, keepdim, out);
 }
 

@@ -45,7 +45,7 @@ static void test_regions(void) {
 static void test_policy_cache_and_grads(void) {
   const int64_t before = allocated_now();
   lt_tensor *x = filled(2, 3, 0.5, false), *w = filled(4, 3, 0.25, true);
-  lt_tensor *y1 = NULL, *y2 = NULL, *soft = NULL, *mean = NULL, *loss = NULL, *sum2 = NULL;
+  lt_tensor *y1 = NULL, *y2 = NULL, *soft = NULL, *mean = NULL, *loss = NULL, *sum2 = NULL, *prod = NULL;
   lt_autocast_state saved;
   CHECK_EQ_INT(lt_autocast_enter(true, LT_DEVICE_CPU, LT_FLOAT16, &saved), LT_OK);
   CHECK_EQ_INT(lt_linear(x, w, NULL, &y1), LT_OK);
@@ -53,13 +53,18 @@ static void test_policy_cache_and_grads(void) {
   CHECK_EQ_INT(lt_autocast_cache_size(), 1);
   CHECK_EQ_INT(lt_linear(x, w, NULL, &y2), LT_OK);
   CHECK_EQ_INT(lt_autocast_cache_size(), 1); /* w was cast once */
+  /* PyTorch's CPU list: softmax and sum run in their input's dtype there
+   * (only a CUDA region casts them to float32); prod is float32 on both. */
   CHECK_EQ_INT(lt_softmax(y1, 1, &soft), LT_OK);
-  CHECK_EQ_INT(soft->dtype, LT_FLOAT32);
+  CHECK_EQ_INT(soft->dtype, LT_FLOAT16);
   CHECK_EQ_INT(lt_mean(y2, NULL, 0, false, &mean), LT_OK);
   CHECK_EQ_INT(mean->dtype, LT_FLOAT16); /* not in a list: the input's dtype */
   CHECK_EQ_INT(lt_sum(soft, NULL, 0, false, &loss), LT_OK);
+  CHECK_EQ_INT(loss->dtype, LT_FLOAT16);
+  CHECK_EQ_INT(lt_prod(y2, NULL, 0, false, &prod), LT_OK);
+  CHECK_EQ_INT(prod->dtype, LT_FLOAT32);
   CHECK_EQ_INT(lt_sum(y2, NULL, 0, false, &sum2), LT_OK);
-  CHECK_EQ_INT(sum2->dtype, LT_FLOAT32);
+  CHECK_EQ_INT(sum2->dtype, LT_FLOAT16);
   /* Backward inside the region runs without autocast and reaches w in float32. */
   CHECK_EQ_INT(lt_backward(sum2, NULL, false), LT_OK);
   lt_autocast_exit(&saved);
@@ -78,7 +83,7 @@ static void test_policy_cache_and_grads(void) {
     lt_tensor_release(e);
     lt_tensor_release(first);
   }
-  lt_tensor *all[] = {x, w, y1, y2, soft, mean, loss, sum2};
+  lt_tensor *all[] = {x, w, y1, y2, soft, mean, loss, sum2, prod};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) lt_tensor_release(all[i]);
   CHECK_EQ_INT(allocated_now(), before);
 }

@@ -79,13 +79,20 @@ describe("lt.autocast", function()
         assert.equal(dtype, y.dtype)
         assert.equal(dtype, x:matmul(w:t()).dtype)
         assert.equal(dtype, F.conv2d(lt.randn(1, 2, 5, 5), lt.randn(3, 2, 3, 3)).dtype)
+        -- torch.autocast("cpu")'s lists: the losses and prod in float32; softmax, exp, log,
+        -- pow, sum and layer_norm (float32 in a CUDA region) in their input's dtype
         for name, r in pairs {
-          softmax = F.softmax(y, 2), log_softmax = F.log_softmax(y, 2), exp = y:exp(), log = y:abs():log(),
-          pow = y:pow(2), pow_tensor = y:pow(lt.full({6}, 2.0)), sum = y:sum(), sum_dim = y:sum(1),
-          layer_norm = F.layer_norm(y, {6}), cross_entropy = F.cross_entropy(y, lt.tensor({1, 2, 3, 4})),
+          cross_entropy = F.cross_entropy(y, lt.tensor({1, 2, 3, 4})), prod = y:prod(),
           nll_loss = F.nll_loss(y, lt.tensor({1, 2, 3, 4})), mse_loss = F.mse_loss(y, lt.zeros(4, 6)),
         } do
           assert.equal("float32", r.dtype, name)
+        end
+        for name, r in pairs {
+          softmax = F.softmax(y, 2), log_softmax = F.log_softmax(y, 2), exp = y:exp(), log = y:abs():log(),
+          pow = y:pow(2), pow_tensor = y:pow(lt.full({6}, 2.0, {dtype = dtype})), sum = y:sum(), sum_dim = y:sum(1),
+          layer_norm = F.layer_norm(y, {6}),
+        } do
+          assert.equal(dtype, r.dtype, name)
         end
         -- the rest keeps its input's dtype, mixed inputs promote to the widest
         assert.equal(dtype, y:relu().dtype)
@@ -141,9 +148,9 @@ describe("lt.autocast", function()
         elseif name == "softmax" then return F.softmax(F.linear(inputs.x, inputs.w), 2)
         else return F.cross_entropy(F.linear(inputs.x, inputs.w, inputs.b), lt.tensor(case.target)) end
       end)
-      -- lt applies one policy on every device: REFERENCE.md's (CUDA's) float32 list, which
-      -- has softmax; PyTorch 1.13's CPU list has not, so its softmax stays in bfloat16.
-      assert.equal(name == "softmax" and "float32" or case.dtype, out.dtype, name)
+      -- in a CPU region lt follows torch.autocast("cpu")'s lists, so every dtype is PyTorch's
+      -- (softmax stays in bfloat16 there; a CUDA region would run it in float32)
+      assert.equal(case.dtype, out.dtype, name)
       assert_close(from_fixture(case.output, {dtype = "float64"}), out, BF16_TOL, name)
       if case.grads then
         local root = name == "linear" and out:float():pow(2):sum() or (out:dim() > 0 and out:float():sum() or out)

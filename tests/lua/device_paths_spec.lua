@@ -99,6 +99,24 @@ describe("device paths", function()
     for i, p in ipairs(got) do assert_close(want[i], p, 2e-2) end
   end)
 
+  it("a CUDA region runs CUDA's float32 list, a CPU region torch.autocast('cpu')'s", function()
+    lt.manual_seed(4)
+    local x, w = lt.randn(4, 8), lt.randn(6, 8)
+    for _, case in ipairs { {"cuda", "float16", "float32"}, {"cpu", "bfloat16", "bfloat16"} } do
+      local device_type, dtype, wide = table.unpack(case)
+      local xd, wd = x:to(device_type), w:to(device_type)
+      lt.autocast({device_type = device_type, dtype = dtype}, function()
+        local y = F.linear(xd, wd)
+        assert.equal(dtype, y.dtype)
+        for name, r in pairs { softmax = F.softmax(y, 2), log_softmax = F.log_softmax(y, 2), exp = y:exp(),
+                               sum = y:sum(), layer_norm = F.layer_norm(y, {6}) } do
+          assert.equal(wide, r.dtype, device_type .. " " .. name)
+        end
+        assert.equal("float32", F.mse_loss(y, y:detach()).dtype, device_type .. " mse_loss")
+      end)
+    end
+  end)
+
   it("a training step on the device (scaler, unscale_, clipping) does nothing on the host", function()
     local model = mlp():to("cuda")
     local opt = lt.optim.Adam(model:parameters(), {lr = 1e-3})

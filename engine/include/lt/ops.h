@@ -28,7 +28,8 @@
  *             INTEGRAL Python's % and //: integers stay integers, bool refused
  *             GRAD     an engine-only op (not a tensor method), floating only
  *   autocast  ANY      runs in its inputs' dtype under autocast
- *             FLOAT32  runs in float32 under autocast (PyTorch's fp32 list)
+ *             FLOAT32  runs in float32 under CUDA autocast (PyTorch's CUDA fp32 list;
+ *                      its CPU list leaves these out: in its inputs' dtype there)
  * LT_UNARY_OPS: X(ID, name, Node, dtype, saves, autocast)
  *   dtype     KEEP     the input's dtype
  *             FLOAT    integer inputs give float32 (math functions)
