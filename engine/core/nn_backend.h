@@ -121,6 +121,11 @@ typedef struct lt_nn_backend {
    * and gx as they are (a maximum is exact in any dtype); otherwise ops/
    * converts them to float32. */
   bool half_max_pool;
+  /* gelu and softmax/log_softmax (forward and backward) take float16 and
+   * bfloat16 operands as they are, computing each element in double and
+   * rounding it once; otherwise ops/ converts them to float32 (a float32
+   * copy of the input and of the result). */
+  bool half_pointwise;
 } lt_nn_backend;
 
 /* The nn kernels for dev's type, or NULL when it has none. */

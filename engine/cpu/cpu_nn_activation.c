@@ -1,10 +1,13 @@
 /* Elementwise nn kernels: GELU (Hendrycks and Gimpel 2016; exact erf form
  * and the tanh approximation) with its derivative, and the masked scaling
- * of dropout. Contiguous operands, split in chunks over the thread pool. */
+ * of dropout. Contiguous operands, split in chunks over the thread pool;
+ * float16 and bfloat16 elements are widened as they are read and rounded
+ * once as they are written (the backend's half_pointwise). */
 #include <math.h>
 
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
+#include "cpu/cpu_nn_lowp.h"
 #include "lt/threads.h"
 
 typedef struct act_job {
@@ -13,7 +16,7 @@ typedef struct act_job {
   void *out;
   lt_gelu_approx approx;
   double scale;
-  bool f64;
+  lt_dtype dt;
 } act_job;
 
 static const double SQRT_2_OVER_PI = 0.79788456080286535588; /* sqrt(2 / pi) */
@@ -40,63 +43,53 @@ static double gelu_derivative(double x, lt_gelu_approx approx) {
   return 0.5 * (1.0 + erf(x * SQRT_HALF)) + x * INV_SQRT_2PI * exp(-0.5 * x * x);
 }
 
-NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, bool f64) {
-  for (int64_t i = i0; i < i1; i++) nn_st(j->out, i, f64, gelu_value(nn_ld(j->x, i, f64), j->approx));
+NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, lt_dtype dt) {
+  for (int64_t i = i0; i < i1; i++) nn_st_dt(j->out, i, dt, gelu_value(nn_ld_dt(j->x, i, dt), j->approx));
 }
 
 LT_CPU_CLONES static void gelu_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
-  if (j->f64)
-    gelu_impl(j, i0, i1, true);
-  else
-    gelu_impl(j, i0, i1, false);
+  NN_BY_DTYPE(j->dt, gelu_impl, j, i0, i1);
 }
 
 lt_status cpu_nn_gelu(lt_tensor *out, const lt_tensor *x, lt_gelu_approx approx) {
-  act_job j = {.x = lt_data(x), .out = lt_data(out), .approx = approx, .f64 = nn_is_f64(x)};
+  act_job j = {.x = lt_data(x), .out = lt_data(out), .approx = approx, .dt = x->dtype};
   lt_parallel_for(lt_numel(x), NN_GRAIN / 8, gelu_range, &j);
   return LT_OK;
 }
 
-NN_INLINE void gelu_backward_impl(const act_job *j, int64_t i0, int64_t i1, bool f64) {
+NN_INLINE void gelu_backward_impl(const act_job *j, int64_t i0, int64_t i1, lt_dtype dt) {
   for (int64_t i = i0; i < i1; i++)
-    nn_st(j->out, i, f64,
-          nn_ld(j->go, i, f64) * gelu_derivative(nn_ld(j->x, i, f64), j->approx));
+    nn_st_dt(j->out, i, dt, nn_ld_dt(j->go, i, dt) * gelu_derivative(nn_ld_dt(j->x, i, dt), j->approx));
 }
 
 LT_CPU_CLONES static void gelu_backward_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
-  if (j->f64)
-    gelu_backward_impl(j, i0, i1, true);
-  else
-    gelu_backward_impl(j, i0, i1, false);
+  NN_BY_DTYPE(j->dt, gelu_backward_impl, j, i0, i1);
 }
 
 lt_status cpu_nn_gelu_backward(lt_tensor *gx, const lt_tensor *go, const lt_tensor *x,
                                lt_gelu_approx approx) {
   act_job j = {.x = lt_data(x), .go = lt_data(go), .out = lt_data(gx), .approx = approx,
-               .f64 = nn_is_f64(x)};
+               .dt = x->dtype};
   lt_parallel_for(lt_numel(x), NN_GRAIN / 8, gelu_backward_range, &j);
   return LT_OK;
 }
 
-NN_INLINE void masked_scale_impl(const act_job *j, int64_t i0, int64_t i1, bool f64) {
+NN_INLINE void masked_scale_impl(const act_job *j, int64_t i0, int64_t i1, lt_dtype dt) {
   for (int64_t i = i0; i < i1; i++)
-    nn_st(j->out, i, f64, j->mask[i] ? nn_ld(j->x, i, f64) * j->scale : 0.0);
+    nn_st_dt(j->out, i, dt, j->mask[i] ? nn_ld_dt(j->x, i, dt) * j->scale : 0.0);
 }
 
 LT_CPU_CLONES static void masked_scale_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
-  if (j->f64)
-    masked_scale_impl(j, i0, i1, true);
-  else
-    masked_scale_impl(j, i0, i1, false);
+  NN_BY_DTYPE(j->dt, masked_scale_impl, j, i0, i1);
 }
 
 lt_status cpu_nn_masked_scale(lt_tensor *out, const lt_tensor *x, const lt_tensor *mask,
                               double scale) {
   act_job j = {.x = lt_data(x), .mask = lt_data(mask), .out = lt_data(out), .scale = scale,
-               .f64 = nn_is_f64(x)};
+               .dt = x->dtype};
   lt_parallel_for(lt_numel(x), NN_GRAIN, masked_scale_range, &j);
   return LT_OK;
 }

@@ -5,6 +5,7 @@ const lt_nn_backend lt_cpu_nn_backend = {
     .name = "cpu",
     .half_matmul = true, /* float32 tiles widened from 16-bit operands */
     .half_max_pool = true,
+    .half_pointwise = true, /* 16-bit elements widened as read, rounded once as written */
     .half_batch_norm = true, /* 16-bit x, out, go, gx read and written as they are */
     .linear = cpu_nn_linear,
     .linear_backward = cpu_nn_linear_backward,

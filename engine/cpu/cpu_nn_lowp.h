@@ -36,6 +36,19 @@ NN_INLINE void nn_st_dt(void *p, int64_t i, lt_dtype dt, double v) {
   }
 }
 
+/* impl(args..., DT) with the job's dtype as a constant DT, so that each
+ * floating dtype gets its own specialised loop (nn_ld_dt and nn_st_dt fold
+ * into plain loads and stores). */
+#define NN_BY_DTYPE(dt, impl, ...)                              \
+  do {                                                          \
+    switch (dt) {                                               \
+      case LT_FLOAT64: impl(__VA_ARGS__, LT_FLOAT64); break;    \
+      case LT_FLOAT32: impl(__VA_ARGS__, LT_FLOAT32); break;    \
+      case LT_BFLOAT16: impl(__VA_ARGS__, LT_BFLOAT16); break;  \
+      default: impl(__VA_ARGS__, LT_FLOAT16); break;            \
+    }                                                           \
+  } while (0)
+
 /* dst[k] = element k stride of src (dt), in dt's compute type. */
 NN_INLINE void nn_load_run(void *restrict dst, const void *restrict src, lt_dtype dt,
                            int64_t stride, int64_t n) {

@@ -2,11 +2,15 @@
  * numerically stable: the maximum is subtracted before exponentiating
  * (exp(x - max) <= 1 never overflows) and sums are kept in double. Work is
  * split over (outer, block of inner) pairs; each block walks the reduced dim
- * with unit-stride rows of up to SOFTMAX_BLOCK elements. */
+ * with unit-stride rows of up to SOFTMAX_BLOCK elements. float16 and
+ * bfloat16 elements are widened as they are read and each result rounded
+ * once (the backend's half_pointwise): the exponentials are not stored and
+ * read back in 16 bits but recomputed in the last pass. */
 #include <math.h>
 
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
+#include "cpu/cpu_nn_lowp.h"
 #include "lt/threads.h"
 
 #define SOFTMAX_BLOCK 64
@@ -16,7 +20,8 @@ typedef struct softmax_job {
   void *out;
   lt_nn_dim_geom g;
   int64_t blocks_per_outer;
-  bool log, f64;
+  bool log;
+  lt_dtype dt;
 } softmax_job;
 
 /* The elements [i0, i1) of inner in outer slice o start at base; element
@@ -29,7 +34,8 @@ static void block_bounds(const softmax_job *j, int64_t task, int64_t *base, int6
   *i1 = *i0 + SOFTMAX_BLOCK < j->g.inner ? *i0 + SOFTMAX_BLOCK : j->g.inner;
 }
 
-NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, bool f64) {
+NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, lt_dtype dt) {
+  const bool lowp = nn_is_lowp(dt);
   const int64_t size = j->g.size, inner = j->g.inner;
   for (int64_t t = t0; t < t1; t++) {
     int64_t base, i0, i1;
@@ -38,16 +44,16 @@ NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, bool f
     for (int64_t i = i0; i < i1; i++) max[i - i0] = -INFINITY, sum[i - i0] = 0.0;
     for (int64_t k = 0; k < size; k++)
       for (int64_t i = i0; i < i1; i++) {
-        const double v = nn_ld(j->x, base + k * inner + i, f64);
+        const double v = nn_ld_dt(j->x, base + k * inner + i, dt);
         /* NaN propagates: it becomes the maximum and poisons the row. */
         if (v > max[i - i0] || isnan(v)) max[i - i0] = v;
       }
     for (int64_t k = 0; k < size; k++)
       for (int64_t i = i0; i < i1; i++) {
         const int64_t at = base + k * inner + i;
-        const double e = exp(nn_ld(j->x, at, f64) - max[i - i0]);
+        const double e = exp(nn_ld_dt(j->x, at, dt) - max[i - i0]);
         sum[i - i0] += e;
-        if (!j->log) nn_st(j->out, at, f64, e);
+        if (!j->log && !lowp) nn_st_dt(j->out, at, dt, e);
       }
     for (int64_t i = i0; i < i1; i++) {
       /* A row of -inf has max -inf: PyTorch gives NaN there, as does x - max. */
@@ -60,19 +66,18 @@ NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, bool f
       for (int64_t i = i0; i < i1; i++) {
         const int64_t at = base + k * inner + i;
         if (j->log)
-          nn_st(j->out, at, f64, nn_ld(j->x, at, f64) - sum[i - i0]);
+          nn_st_dt(j->out, at, dt, nn_ld_dt(j->x, at, dt) - sum[i - i0]);
+        else if (lowp)
+          nn_st_dt(j->out, at, dt, exp(nn_ld_dt(j->x, at, dt) - max[i - i0]) * sum[i - i0]);
         else
-          nn_st(j->out, at, f64, nn_ld(j->out, at, f64) * sum[i - i0]);
+          nn_st_dt(j->out, at, dt, nn_ld_dt(j->out, at, dt) * sum[i - i0]);
       }
   }
 }
 
 LT_CPU_CLONES static void softmax_range(void *ctx, int64_t t0, int64_t t1) {
   const softmax_job *j = ctx;
-  if (j->f64)
-    softmax_impl(j, t0, t1, true);
-  else
-    softmax_impl(j, t0, t1, false);
+  NN_BY_DTYPE(j->dt, softmax_impl, j, t0, t1);
 }
 
 static void run(softmax_job *j, lt_range_fn fn) {
@@ -84,14 +89,14 @@ static void run(softmax_job *j, lt_range_fn fn) {
 }
 
 lt_status cpu_nn_softmax(lt_tensor *out, const lt_tensor *x, lt_nn_dim_geom g, bool log) {
-  softmax_job j = {.x = lt_data(x), .out = lt_data(out), .g = g, .log = log, .f64 = nn_is_f64(x)};
+  softmax_job j = {.x = lt_data(x), .out = lt_data(out), .g = g, .log = log, .dt = x->dtype};
   run(&j, softmax_range);
   return LT_OK;
 }
 
 /* softmax:     gx = y (go - sum(go y))
  * log_softmax: gx = go - exp(y) sum(go) */
-NN_INLINE void softmax_backward_impl(const softmax_job *j, int64_t t0, int64_t t1, bool f64) {
+NN_INLINE void softmax_backward_impl(const softmax_job *j, int64_t t0, int64_t t1, lt_dtype dt) {
   const int64_t size = j->g.size, inner = j->g.inner;
   for (int64_t t = t0; t < t1; t++) {
     int64_t base, i0, i1;
@@ -101,30 +106,27 @@ NN_INLINE void softmax_backward_impl(const softmax_job *j, int64_t t0, int64_t t
     for (int64_t k = 0; k < size; k++)
       for (int64_t i = i0; i < i1; i++) {
         const int64_t at = base + k * inner + i;
-        const double go = nn_ld(j->go, at, f64);
-        dot[i - i0] += j->log ? go : go * nn_ld(j->y, at, f64);
+        const double go = nn_ld_dt(j->go, at, dt);
+        dot[i - i0] += j->log ? go : go * nn_ld_dt(j->y, at, dt);
       }
     for (int64_t k = 0; k < size; k++)
       for (int64_t i = i0; i < i1; i++) {
         const int64_t at = base + k * inner + i;
-        const double go = nn_ld(j->go, at, f64), y = nn_ld(j->y, at, f64);
-        nn_st(j->out, at, f64, j->log ? go - exp(y) * dot[i - i0] : y * (go - dot[i - i0]));
+        const double go = nn_ld_dt(j->go, at, dt), y = nn_ld_dt(j->y, at, dt);
+        nn_st_dt(j->out, at, dt, j->log ? go - exp(y) * dot[i - i0] : y * (go - dot[i - i0]));
       }
   }
 }
 
 LT_CPU_CLONES static void softmax_backward_range(void *ctx, int64_t t0, int64_t t1) {
   const softmax_job *j = ctx;
-  if (j->f64)
-    softmax_backward_impl(j, t0, t1, true);
-  else
-    softmax_backward_impl(j, t0, t1, false);
+  NN_BY_DTYPE(j->dt, softmax_backward_impl, j, t0, t1);
 }
 
 lt_status cpu_nn_softmax_backward(lt_tensor *gx, const lt_tensor *go, const lt_tensor *y,
                                   lt_nn_dim_geom g, bool log) {
   softmax_job j = {.go = lt_data(go), .y = lt_data(y), .out = lt_data(gx), .g = g, .log = log,
-                   .f64 = nn_is_f64(y)};
+                   .dt = y->dtype};
   run(&j, softmax_backward_range);
   return LT_OK;
 }

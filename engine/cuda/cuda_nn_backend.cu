@@ -32,6 +32,7 @@ static const lt_nn_backend cuda_nn_backend = {
     /* embedding */ cuda_nn_embedding,
     /* embedding_backward */ cuda_nn_embedding_backward,
     /* half_max_pool */ false, // the kernels read float32: ops/ converts 16-bit
+    /* half_pointwise */ false, // gelu and softmax read float32: ops/ converts 16-bit
 };
 
 void lt_cuda_install_nn_backend(void) { lt_nn_backend_register(LT_DEVICE_CUDA, &cuda_nn_backend); }

@@ -219,6 +219,7 @@ const lt_nn_backend *lt_estimate_nn_backend(lt_device_type type, const lt_nn_bac
       .half_matmul = real->half_matmul,
       .half_batch_norm = real->half_batch_norm,
       .half_max_pool = real->half_max_pool,
+      .half_pointwise = real->half_pointwise,
       .linear = e_linear,
       .linear_backward = e_linear_backward,
       .conv2d = e_conv2d,

@@ -15,7 +15,7 @@ static lt_status gelu_forward(const lt_tensor *x, lt_gelu_approx approx, lt_tens
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_pointwise_dtype(be, x->dtype);
   nn_scope s = {0};
   lt_tensor *xc, *r;
   lt_status st = nn_prepare(&s, x, ct, &xc);
@@ -53,7 +53,7 @@ lt_status lt_gelu_backward(const lt_tensor *grad_out, const lt_tensor *x, lt_gel
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_pointwise_dtype(be, x->dtype);
   nn_scope s = {0};
   lt_tensor *goc, *xc, *r;
   lt_status st = nn_prepare(&s, grad_out, ct, &goc);
@@ -71,7 +71,7 @@ static lt_status masked_scale(const char *op, const lt_tensor *x, const lt_tenso
   const lt_device dev = x->storage->device;
   const lt_nn_backend *be;
   LT_TRY(nn_backend(op, dev, &be));
-  const lt_dtype ct = nn_compute_dtype(x->dtype);
+  const lt_dtype ct = nn_pointwise_dtype(be, x->dtype);
   nn_scope s = {0};
   lt_tensor *xc, *mc, *r;
   lt_status st = nn_prepare(&s, x, ct, &xc);
@@ -139,14 +139,14 @@ lt_status lt_dropout(const lt_tensor *x, double p, bool training, lt_tensor **ou
 
 /* x = x * mask * scale, written into x. The masked_scale kernels are
  * elementwise over contiguous operands, each element read before it is
- * written, so x can be its own output when it is contiguous and already in
- * the compute dtype: no temporary of x's size. Other layouts and 16-bit
- * floats go through masked_scale's result and a copy back. */
+ * written, so x can be its own output when it is contiguous and in a dtype
+ * the kernel takes (16-bit ones where half_pointwise): no temporary of x's
+ * size. Other layouts go through masked_scale's result and a copy back. */
 static lt_status masked_scale_into(const char *op, lt_tensor *x, const lt_tensor *mask,
                                    double scale) {
-  if (lt_is_contiguous(x) && nn_compute_dtype(x->dtype) == x->dtype) {
-    const lt_nn_backend *be;
-    LT_TRY(nn_backend(op, x->storage->device, &be));
+  const lt_nn_backend *be;
+  LT_TRY(nn_backend(op, x->storage->device, &be));
+  if (lt_is_contiguous(x) && nn_pointwise_dtype(be, x->dtype) == x->dtype) {
     return be->masked_scale(x, x, mask, scale);
   }
   lt_tensor *r = NULL;

@@ -23,6 +23,10 @@ lt_dtype nn_matmul_dtype(const lt_nn_backend *be, lt_dtype dt) {
   return be->half_matmul ? dt : nn_compute_dtype(dt);
 }
 
+lt_dtype nn_pointwise_dtype(const lt_nn_backend *be, lt_dtype dt) {
+  return be->half_pointwise ? dt : nn_compute_dtype(dt);
+}
+
 lt_status nn_check_float(const char *op, const char *role, const lt_tensor *t) {
   if (!t) return lt_error(LT_ERR_ARG, "%s: expected a tensor for %s, got nothing", op, role);
   LT_TRY(ops_check_live(op, t));

@@ -26,6 +26,8 @@ lt_dtype nn_compute_dtype(lt_dtype dt);
 /* The dtype linear and conv2d kernels of be compute in: 16-bit floats stay
  * as they are where the backend has tensor-core kernels (half_matmul). */
 lt_dtype nn_matmul_dtype(const lt_nn_backend *be, lt_dtype dt);
+/* The same for gelu and softmax (half_pointwise). */
+lt_dtype nn_pointwise_dtype(const lt_nn_backend *be, lt_dtype dt);
 
 /* t is live and floating. role names it in messages ("input", "weight"). */
 lt_status nn_check_float(const char *op, const char *role, const lt_tensor *t);
