@@ -85,17 +85,28 @@ static lt_status product_geometry(const lt_tensor *a, const lt_tensor *b, lt_ten
 }
 
 /* float16/bfloat16: multiply in float32 (accumulating in float32, as
- * PyTorch's CPU kernels do) and round each result once. */
+ * PyTorch's CPU kernels do) and round each result once. The float32 copies
+ * are made without history and freed here: the graph records the product of
+ * the 16-bit operands, so backward keeps those (half the bytes), not the
+ * copies. */
 static lt_status matmul_via_float32(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
-  lt_tensor *a32 = NULL, *b32 = NULL, *r32 = NULL;
+  lt_tensor *a32 = NULL, *b32 = NULL, *r32 = NULL, *r = NULL;
+  const bool grad = lt_set_grad_enabled(false);
   lt_status st = lt_to_dtype(a, LT_FLOAT32, false, &a32);
   if (st == LT_OK) st = lt_to_dtype(b, LT_FLOAT32, false, &b32);
-  if (st == LT_OK) st = lt_matmul(a32, b32, &r32);
-  if (st == LT_OK) st = lt_to_dtype(r32, a->dtype, false, out);
+  if (a32 && b32) st = lt_matmul(a32, b32, &r32);
   if (a32) lt_tensor_release(a32);
   if (b32) lt_tensor_release(b32);
+  if (r32) st = lt_to_dtype(r32, a->dtype, false, &r);
   if (r32) lt_tensor_release(r32);
-  return st;
+  lt_set_grad_enabled(grad);
+  if (st == LT_OK) st = ag_record_matmul(a, b, r);
+  if (st != LT_OK) {
+    if (r) lt_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return LT_OK;
 }
 
 lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
