@@ -77,11 +77,27 @@ void cpu_nn_narrow(void *dst, lt_dtype dt, const float *src, int64_t rows, int64
  * C is cut into tiles of mb x nb, the sum into chunks of kb; per tile and
  * chunk the two operand tiles are widened into float32 and one sgemm adds
  * their product to a float32 accumulator, which is rounded once into C. The
- * tiles of all tasks together take at most C's bytes (one workspace,
- * category workspace), so that no float32 copy of an operand is made. */
+ * tiles of all tasks together take at most a quarter of C's bytes, or 64 KiB
+ * where that is still at most C's (one workspace, category workspace), so
+ * that no float32 copy of an operand is made and a linear's weight gradient
+ * (the step's peak in a small model under autocast) adds little beside it.
+ * Tiles of 128 x 64 x 64 and up run as fast as whole-matrix ones (measured on
+ * the benchmark's MLP and transformer block); the 64 KiB floor keeps a small
+ * C's tiles that large. */
 
 #define LOWP_TILE 256
 #define LOWP_MIN_TILE 64
+#define LOWP_BUDGET_SHARE 4
+#define LOWP_BUDGET_FLOOR ((size_t)64 << 10)
+
+/* The workspace bytes the tiles may take for a C of cbytes, in 512-byte
+ * blocks (the allocator's rounding). */
+static size_t lowp_budget(size_t cbytes) {
+  const size_t floor_bytes = cbytes < LOWP_BUDGET_FLOOR ? cbytes : LOWP_BUDGET_FLOOR;
+  size_t budget = cbytes / LOWP_BUDGET_SHARE;
+  if (budget < floor_bytes) budget = floor_bytes;
+  return budget < 512 ? 512 : (budget + 511) / 512 * 512;
+}
 
 typedef struct lowp_job {
   lt_dtype dt;
@@ -153,7 +169,7 @@ lt_status cpu_nn_gemm_lowp(lt_dtype dt, lt_device dev, bool ta, bool tb, int64_t
   if (m == 0 || n == 0) return LT_OK;
   lowp_job j = {.dt = dt, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
                 .ldc = ldc, .a = a, .b = b, .bias = bias, .c = c, .status = LT_OK};
-  const size_t cbytes = (size_t)(m * n) * 2, budget = cbytes < 512 ? 512 : (cbytes + 511) / 512 * 512;
+  const size_t budget = lowp_budget((size_t)(m * n) * 2);
   int64_t mb = lmin(m, LOWP_TILE), nb = lmin(n, LOWP_TILE), kb = lmin(k > 0 ? k : 1, LOWP_TILE);
   int64_t tiles = ((m + mb - 1) / mb) * ((n + nb - 1) / nb);
   int64_t tasks = lmin(tiles, lt_get_num_threads());

@@ -62,7 +62,9 @@ end
 -- ---- the layers ----
 -- forward(tl, layer, x, ac) returns the output and what the node saved;
 -- backward(tl, layer, g, node, ac) returns the input's gradient (nil where the
--- input needs none) after making the parameters' gradients.
+-- input needs none) after making the parameters' gradients; Conv2d and Linear
+-- return instead their gradients as computed and a function that widens them
+-- (autocast's casts), which runs once g is dropped, as the casts' nodes do.
 
 -- A gradient of numel elements made in the element size `used` for an
 -- operand whose own is `size`: the cast's backward widens it afterwards.
@@ -105,9 +107,13 @@ local function weighted(scratch)
       if scratch then tl:scratch(g.bytes) end
       tl:drop(node.x)
       tl:drop(node.w)
-      layer.grads = {}
-      for i, l in ipairs(lower) do layer.grads[i] = widen(tl, l) end
-      return grad and widen(tl, grad)
+      -- The casts' backwards run after the node has let go of its output's
+      -- gradient too: the widening is what the caller finishes with.
+      return grad, function()
+        layer.grads = {}
+        for i, l in ipairs(lower) do layer.grads[i] = widen(tl, l) end
+        return grad and widen(tl, grad)
+      end
     end,
   }
 end
@@ -246,8 +252,9 @@ end
 local function backward_range(tl, described, first, last, nodes, g, ac)
   for i = last, first, -1 do
     local layer = described[i]
-    local grad = layers[layer.kind].backward(tl, layer, g, nodes[i], ac, i > 1)
+    local grad, finish = layers[layer.kind].backward(tl, layer, g, nodes[i], ac, i > 1)
     tl:drop(g)
+    if finish then grad = finish() end
     g = grad
   end
   return g
