@@ -313,15 +313,16 @@ static void oom_hook(void *ud, lt_device dev, size_t nbytes) {
  * a logarithmic number of them, and one that frees something brings the
  * slacks back. */
 
-/* The requested slack is a floor of 4 KiB in practice: below a model's output
+/* The requested slack is a floor of 2 KiB in practice: below a model's output
  * (the logits a step drops while its backward runs, 5 KiB for 128 rows of 10
- * classes), so that such garbage never makes a peak PyTorch would not have.
+ * classes, 2.5 KiB in bfloat16 under autocast), so that such garbage never
+ * makes a peak PyTorch would not have.
  * The blocks' slack is wider because a tiny tensor's block is 512 bytes
  * whatever it holds: a small model's step drops a few of them (a 1 x 10
  * logits and a loss: 44 bytes asked, 1 KiB of blocks), and a 4 KiB slack on
  * blocks would collect every four steps, a tenth of a batch-1 step's time. */
 #define PEAK_SLACK_DIV 100000 /* 0.001% */
-#define PEAK_SLACK_MIN (4 * KIB)
+#define PEAK_SLACK_MIN (2 * KIB)
 #define PEAK_BLOCK_SLACK_DIV 256 /* 0.4% */
 #define PEAK_BLOCK_SLACK_MIN (16 * KIB)
 /* A heap up to this size is collected at every mark: a training script's is

@@ -169,10 +169,16 @@ lt_status ac_begin(ac_operands *a, ac_policy policy, int n, const lt_tensor *con
     a->owned[i] = NULL;
     a->t[i] = ts[i];
   }
-  for (int i = 0; i < n; i++) {
+  /* Last operand first, as PyTorch's casts run (its wrapper's argument
+   * pack, which GCC evaluates right to left): the first operand's cast is
+   * then the newest node, and the backward, which runs the newest ready node
+   * first, widens the input's and the weight's gradients before the bias's,
+   * so the small one stays 16-bit while the large one is widened (a small
+   * model's peak under autocast). */
+  for (int i = n - 1; i >= 0; i--) {
     lt_status st = cast_operand(ts[i], dt, &a->owned[i]);
     if (st != LT_OK) {
-      for (int k = 0; k < i; k++)
+      for (int k = i + 1; k < n; k++)
         if (a->owned[k]) lt_tensor_release(a->owned[k]);
       return st;
     }

@@ -6,8 +6,10 @@
 # export_memory_timeline(device="cpu"), and the peak over time of the
 # categories summed (parameters, gradients, optimizer state, activations,
 # temporaries: every tensor alive at that moment).
+# With bf16 as a third argument the forward and loss run under
+# torch.autocast("cpu", dtype=torch.bfloat16), the backward outside it.
 # Prints one line: model batch peak_mib
-#   python3 scripts/bench/memory_torch.py mlp|cnn|block BATCH
+#   python3 scripts/bench/memory_torch.py mlp|cnn|block BATCH [bf16]
 import json
 import math
 import os
@@ -39,7 +41,7 @@ class Block(nn.Module):
         return x + self.down(F.gelu(self.up(self.ln2(x))))
 
 
-def make(name, batch):
+def make(name, batch, amp=False):
     torch.manual_seed(0)
     if name == "mlp":
         model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
@@ -67,15 +69,16 @@ def make(name, batch):
 
     def step():
         opt.zero_grad()
-        loss().backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            value = loss()
+        value.backward()
         opt.step()
     return step
 
 
-def main():
-    name, batch = sys.argv[1], int(sys.argv[2])
-    torch.set_num_threads(1)
-    step = make(name, batch)
+def peak_bytes(name, batch, amp=False):
+    """The peak of the second and third steps' memory timeline, in bytes."""
+    step = make(name, batch, amp)
     step()  # the optimizer state exists from here on, as in lt's run
     with torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True) as prof:
         step()
@@ -85,8 +88,15 @@ def main():
         prof.export_memory_timeline(path, device="cpu")
         with open(path) as f:
             _, sizes = json.load(f)
-    peak = max(sum(at) for at in sizes)  # sizes[i]: bytes by category at times[i]
-    print(f"{name} {batch} {peak / 2**20:.4f}")
+    return int(max(sum(at) for at in sizes))  # sizes[i]: bytes by category at times[i]
+
+
+def main():
+    name, batch = sys.argv[1], int(sys.argv[2])
+    amp = len(sys.argv) > 3 and sys.argv[3] == "bf16"
+    torch.set_num_threads(1)
+    peak = peak_bytes(name, batch, amp)
+    print(f"{name} {batch} {peak / 2**20:.4f} {peak}")
 
 
 if __name__ == "__main__":
