@@ -49,7 +49,7 @@ section "CUDA against CPU, op by op"
 # (up to 60) and the count.
 log=${OUT:-/tmp}/compare_backends.log
 timeout 90 "$lt" tests/gpu/compare_backends.lua >"$log" 2>&1 || fail "compare_backends.lua"
-grep -m 60 -E "FAIL|rror" "$log"; tail -n 1 "$log"
+grep -m 60 -E "FAIL|rror|not covered:" "$log"; tail -n 2 "$log"
 
 section "CUDA against CPU on a side stream"
 timeout 90 "$lt" tests/gpu/compare_backends.lua side-stream | tail -n 3 || fail "compare_backends.lua side-stream"

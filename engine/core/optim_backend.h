@@ -25,20 +25,13 @@ typedef struct lt_adam_scalars {
 
 typedef struct lt_optim_backend {
   const char *name;
-  /* buf NULL without momentum; init_buffer: buf = d_p on its first step. */
-  lt_status (*sgd)(lt_tensor *param, const lt_tensor *grad, lt_tensor *buf, bool init_buffer,
-                   const lt_sgd_options *o);
-  /* max_exp_avg_sq NULL unless s->amsgrad. */
-  lt_status (*adam)(lt_tensor *param, const lt_tensor *grad, lt_tensor *exp_avg,
-                    lt_tensor *exp_avg_sq, lt_tensor *max_exp_avg_sq, const lt_adam_scalars *s);
-
-  /* The multi-tensor forms: the same updates over n tensors in one call (one
-   * launch per batch of tensors on CUDA), with results equal to calling sgd
-   * or adam for index 0, 1, ... in turn. Each index has its own shape and
-   * dtype; the tensors of one call share a device, and ops/optim.c has
-   * checked that no parameter appears twice, so the order of the updates
-   * does not matter.
-   * bufs NULL without momentum; init_buffers[i] as sgd's init_buffer. */
+  /* The updates over n tensors in one call (one launch per batch of tensors
+   * on CUDA); a single tensor's step is a call with n = 1. Each index has
+   * its own shape and dtype; the tensors of one call share a device, and
+   * ops/optim.c has checked that no parameter appears twice, so the order of
+   * the updates does not matter.
+   * bufs NULL without momentum; init_buffers[i]: bufs[i] = d_p on its first
+   * step. */
   lt_status (*sgd_many)(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
                         lt_tensor *const *bufs, const bool *init_buffers,
                         const lt_sgd_options *o);

@@ -291,8 +291,6 @@ static lt_status cpu_unscale_many(int64_t n, lt_tensor *const *grads, float inv_
 
 const lt_optim_backend lt_cpu_optim_backend = {
     .name = "cpu",
-    .sgd = cpu_sgd,
-    .adam = cpu_adam,
     .sgd_many = cpu_sgd_many,
     .adam_many = cpu_adam_many,
     .unscale_many = cpu_unscale_many,

@@ -268,12 +268,6 @@ static lt_status cuda_sgd_many(int64_t n, lt_tensor *const *params, lt_tensor *c
   return LT_OK;
 }
 
-static lt_status cuda_sgd(lt_tensor *param, const lt_tensor *grad, lt_tensor *buf,
-                          bool init_buffer, const lt_sgd_options *o) {
-  lt_tensor *g = (lt_tensor *)grad; // read only; the list type is shared with params
-  return cuda_sgd_many(1, &param, &g, buf ? &buf : NULL, &init_buffer, o);
-}
-
 // ---- Adam / AdamW ----
 
 template <int DT>
@@ -318,14 +312,6 @@ static lt_status cuda_adam_many(int64_t n, lt_tensor *const *params, lt_tensor *
   return LT_OK;
 }
 
-static lt_status cuda_adam(lt_tensor *param, const lt_tensor *grad, lt_tensor *exp_avg,
-                           lt_tensor *exp_avg_sq, lt_tensor *max_exp_avg_sq,
-                           const lt_adam_scalars *s) {
-  lt_tensor *g = (lt_tensor *)grad; // read only; the list type is shared with params
-  return cuda_adam_many(1, &param, &g, &exp_avg, &exp_avg_sq,
-                        max_exp_avg_sq ? &max_exp_avg_sq : NULL, s);
-}
-
 // ---- GradScaler's unscale ----
 
 template <int DT>
@@ -358,8 +344,6 @@ static lt_status cuda_unscale_many(int64_t n, lt_tensor *const *grads, float inv
 
 static const lt_optim_backend cuda_optim_backend = {
     /* name */ "cuda",
-    /* sgd */ cuda_sgd,
-    /* adam */ cuda_adam,
     /* sgd_many */ cuda_sgd_many,
     /* adam_many */ cuda_adam_many,
     /* unscale_many */ cuda_unscale_many,

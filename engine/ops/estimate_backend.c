@@ -257,15 +257,6 @@ const lt_nn_backend *lt_estimate_nn_backend(lt_device_type type, const lt_nn_bac
 
 /* ---- the optimizer table ---- */
 
-E_NO_WORK(e_sgd,
-          (lt_tensor * param, const lt_tensor *grad, lt_tensor *buf, bool init_buffer,
-           const lt_sgd_options *o),
-          (void)param; (void)grad; (void)buf; (void)init_buffer; (void)o)
-E_NO_WORK(e_adam,
-          (lt_tensor * param, const lt_tensor *grad, lt_tensor *exp_avg, lt_tensor *exp_avg_sq,
-           lt_tensor *max_exp_avg_sq, const lt_adam_scalars *s),
-          (void)param; (void)grad; (void)exp_avg; (void)exp_avg_sq; (void)max_exp_avg_sq;
-          (void)s)
 E_NO_WORK(e_sgd_many,
           (int64_t n, lt_tensor *const *params, lt_tensor *const *grads, lt_tensor *const *bufs,
            const bool *init_buffers, const lt_sgd_options *o),
@@ -282,8 +273,6 @@ E_NO_WORK(e_unscale_many,
 
 static const lt_optim_backend estimate_optim = {
     .name = "estimate",
-    .sgd = e_sgd,
-    .adam = e_adam,
     .sgd_many = e_sgd_many,
     .adam_many = e_adam_many,
     .unscale_many = e_unscale_many,

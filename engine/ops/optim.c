@@ -138,7 +138,8 @@ lt_status lt_sgd_step_(const char *name, lt_tensor *param, const lt_tensor *grad
   LT_TRY(optim_backend(name, param->storage->device, &be));
   lt_tensor *g;
   LT_TRY(contiguous_grad(grad, &g));
-  lt_status st = be->sgd(param, g, momentum_buffer, init_buffer, o);
+  lt_status st = be->sgd_many(1, &param, &g, momentum_buffer ? &momentum_buffer : NULL,
+                              &init_buffer, o);
   lt_tensor_release(g);
   if (st != LT_OK) return st;
   ops_bump_version(param, "sgd_step_");
@@ -195,7 +196,8 @@ lt_status lt_adam_step_(const char *name, lt_tensor *param, const lt_tensor *gra
   LT_TRY(optim_backend(name, param->storage->device, &be));
   lt_tensor *g;
   LT_TRY(contiguous_grad(grad, &g));
-  lt_status st = be->adam(param, g, exp_avg, exp_avg_sq, max_exp_avg_sq, &s);
+  lt_status st = be->adam_many(1, &param, &g, &exp_avg, &exp_avg_sq,
+                               max_exp_avg_sq ? &max_exp_avg_sq : NULL, &s);
   lt_tensor_release(g);
   if (st != LT_OK) return st;
   ops_bump_version(param, "adam_step_");

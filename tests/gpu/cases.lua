@@ -12,7 +12,8 @@ local cases = {}
 
 -- Half types round each result once to 8 or 11 bits (and reductions add
 -- many rounded terms); float32 differs only by summation order and libm.
-cases.tol = {float32 = 1e-4, float64 = 1e-10, float16 = 2e-2, bfloat16 = 1e-1, int64 = 0, uint8 = 0}
+cases.tol = {float32 = 1e-4, float64 = 1e-10, float16 = 2e-2, bfloat16 = 1e-1, int64 = 0, int32 = 0,
+  uint8 = 0, bool = 0}
 
 -- max |a - b| relative to the reference's largest finite magnitude (at
 -- least 1). Shapes must match (a wrong shape must not broadcast); a NaN must
@@ -105,16 +106,23 @@ local function compare_batch_norm(x, w, b, rm, rv, training)
   return e
 end
 
--- Every unary op of the op table (the rows of lt/ops.h's LT_UNARY_OPS).
-local function unary_ops()
+-- The rows of one X-macro list of lt/ops.h: each row's name and its columns
+-- (LT_UNARY_OPS: name, node, dtype rule, saves, autocast; LT_BINARY_OPS:
+-- name, node, kind, autocast).
+local function op_rows(list)
   local header = assert(io.open("engine/include/lt/ops.h")):read("a")
-  local ops = {}
-  for name in header:match("#define LT_UNARY_OPS%(X%)(.-)\n\n"):gmatch("X%(%u[%u_]*, ([%l_]+),") do
-    ops[#ops + 1] = name
+  local rows = {}
+  local body = assert(header:match("#define " .. list .. "%(X%)(.-)\n\n"), list)
+  for cols in body:gmatch("X%(([^)]*)%)") do
+    local row = {}
+    for c in cols:gmatch("[^,%s]+") do row[#row + 1] = c end
+    rows[#rows + 1] = {name = row[2], rule = row[4]}
   end
-  return ops
+  return rows
 end
-local UNARY_OPS = unary_ops()
+local UNARY_ROWS, BINARY_ROWS = op_rows("LT_UNARY_OPS"), op_rows("LT_BINARY_OPS")
+local UNARY_OPS = {}
+for i, r in ipairs(UNARY_ROWS) do UNARY_OPS[i] = r.name end
 local NEEDS_POSITIVE = {log = true, sqrt = true, rsqrt = true, reciprocal = true}
 
 local function add_elementwise(add, dtype, shape)
@@ -130,7 +138,7 @@ local function add_elementwise(add, dtype, shape)
     for _, op in ipairs(UNARY_OPS) do
       local x = NEEDS_POSITIVE[op] and pos or a
       local differentiable = op ~= "logical_not"
-      add(op .. (differentiable and " fwd+bwd" or ""), function()
+      add("unary " .. op .. (differentiable and " fwd+bwd" or ""), function()
         local leaf = differentiable and x:clone():requires_grad_() or x
         return compare(function(t) return t[op](t) end, {leaf}, differentiable and {} or nil)
       end)
@@ -138,6 +146,38 @@ local function add_elementwise(add, dtype, shape)
   end
   for _, op in ipairs {"add", "sub", "mul", "div", "remainder", "floor_divide"} do
     add(op, function() return compare(function(x, y) return x[op](x, y) end, {a, pos}) end)
+  end
+  -- The binary table, forward and backward where PyTorch differentiates
+  -- (relu_grad, ReLU's backward kernel, runs in the unary relu's backward).
+  if #shape <= 2 and shape[1] <= 33 then
+    for _, r in ipairs(BINARY_ROWS) do
+      local op = r.name
+      local differentiable = r.rule == "ARITH" or r.rule == "DIVIDE" or op == "remainder"
+      if r.rule ~= "GRAD" then
+        local x = op == "pow" and pos or a
+        local y = r.rule == "COMPARE" and b or (op == "pow" and a or pos)
+        add("binary " .. op .. (differentiable and " fwd+bwd" or ""), function()
+          local lx = differentiable and x:clone():requires_grad_() or x
+          local ly = differentiable and y:clone():requires_grad_() or y
+          return compare(function(s, t) return s[op](s, t) end, {lx, ly}, differentiable and {} or nil)
+        end)
+      end
+    end
+    add("prod", function() return compare(function(x) return (x * 0.5 + 1):prod(-1) end, {a}) end)
+    add("where", function()
+      return compare(function(c, x, y) return lt.where(c, x, y) end, {a:gt(0), a, b})
+    end)
+    add("fill_", function() return compare(function(x) return x:clone():fill_(0.25) end, {a}) end)
+    add("item", function()
+      return compare(function(x) return lt.tensor({x:max():item()}, {dtype = x.dtype}) end, {a})
+    end)
+    -- A pinned host copy sent to the device without waiting, and back.
+    add("to_non_blocking", function()
+      return compare(function(x)
+        local pinned = x:to("cpu"):pin_memory()
+        return pinned:to(x.device, {non_blocking = true}) * 2
+      end, {a})
+    end)
   end
   local row = lt.randn({shape[#shape]}, {dtype = dtype})
   add("add_bcast", function() return compare(function(x, y) return x + y end, {a, row}) end)
@@ -316,6 +356,14 @@ local function add_nn(add, dtype)
   add("mse_loss", function()
     return compare(function(a, b) return F.mse_loss(a, b) end, {rand(9, 13), rand(9, 13)}, {})
   end)
+  -- The mask comes from lt's generator on the CPU whatever the device (the
+  -- same numbers everywhere), so both runs drop the same elements.
+  add("dropout", function()
+    return compare(function(x)
+      lt.manual_seed(11)
+      return F.dropout(x, 0.3, true)
+    end, {rand(7, 33)}, {})
+  end)
   if dtype == "float32" or dtype == "float64" then
     add("embedding", function()
       local idx = lt.tensor({1, 4, 4, 2, 9, 1, 4}, {dtype = "int64"})
@@ -382,6 +430,59 @@ local function add_optim(add, dtype)
   end
 end
 
+-- GradScaler's unscale_: gradients divided by the scale in place, the
+-- flag of an infinite gradient set (a step with one is skipped).
+local function add_grad_scaler(add, dtype)
+  local function unscaled(with_inf)
+    return function(g1, g2)
+      local p1 = lt.zeros(g1.shape, {dtype = dtype, device = g1.device}):requires_grad_(true)
+      local p2 = lt.zeros(g2.shape, {dtype = dtype, device = g2.device}):requires_grad_(true)
+      p1.grad, p2.grad = g1:clone(), g2:clone()
+      if with_inf then p2.grad:fill_(math.huge) end
+      local opt = lt.optim.SGD({p1, p2}, {lr = 0.1})
+      local scaler = lt.amp.GradScaler({init_scale = 1024})
+      scaler:unscale_(opt)
+      scaler:step(opt) -- skipped when a gradient is infinite: p stays zero
+      return lt.cat({p1.grad:reshape(-1), p2.grad:reshape(-1), p1:detach():reshape(-1)})
+    end
+  end
+  for _, with_inf in ipairs {false, true} do
+    add("grad_scaler_unscale" .. (with_inf and "_inf" or ""), function()
+      return compare(unscaled(with_inf), {lt.randn({9, 5}, {dtype = dtype}) * 1024,
+        lt.randn({7}, {dtype = dtype}) * 1024})
+    end)
+  end
+end
+
+-- Integer and bool tensors: every op of the table that keeps their dtype
+-- (float-only ops promote to float32, as the float cases run them), where
+-- the CPU takes that dtype at all; second operands from 1 to 4, so that no
+-- remainder or floor_divide divides by zero and pow stays small.
+local function add_integer(add, dtype)
+  local function ints(lo, hi) return lt.randint(lo, hi, {5, 7}):to(dtype) end
+  local a = dtype == "bool" and ints(0, 1) or ints(dtype == "uint8" and 0 or -20, 20)
+  local b = dtype == "bool" and ints(0, 1) or ints(1, 4)
+  local function supported(fn, ...)
+    return (pcall(fn, ...))
+  end
+  for _, r in ipairs(UNARY_ROWS) do
+    local op = r.name
+    local fn = function(t) return t[op](t) end
+    if r.rule == "KEEP" and supported(fn, a) then
+      add("unary " .. op, function() return compare(fn, {a}) end)
+    end
+  end
+  for _, r in ipairs(BINARY_ROWS) do
+    local op = r.name
+    local fn = function(s, t) return s[op](s, t) end
+    if r.rule ~= "GRAD" and r.rule ~= "DIVIDE" and supported(fn, a, b) then
+      add("binary " .. op, function() return compare(fn, {a, b}) end)
+    end
+  end
+  add("sum", function() return compare(function(x) return x:sum(-1) end, {a}) end)
+  add("max_last", function() return compare(function(x) return (x:max(-1)) end, {a}) end)
+end
+
 -- run{quick = bool, device = "cuda"}: the rows of the table and the number of failures.
 function cases.run(opts)
   opts = opts or {}
@@ -411,12 +512,84 @@ function cases.run(opts)
     add_nn(add, dtype)
     add_index_select(add, dtype)
     if dtype ~= "float16" then add_optim(add, dtype) end
+    if dtype ~= "float16" then add_grad_scaler(add, dtype) end -- PyTorch's refuses float16 gradients
+  end
+  for _, dtype in ipairs {"int64", "int32", "uint8", "bool"} do
+    add_integer(function(name, fn) add_row(dtype, name, fn) end, dtype)
   end
   -- Integer slices of 8 and 1 bytes: the widest and the narrowest copy units.
   for _, dtype in ipairs {"int64", "uint8"} do
     add_index_select(function(name, fn) add_row(dtype, name, fn) end, dtype)
   end
   return rows, failures
+end
+
+-- ---- coverage (ggml's test-backend-ops --show-coverage) ----
+-- Every entry of a device's kernel tables, every op of the op table and
+-- every reduction must be run by some case: cases.coverage(rows) names those
+-- no case of the run reaches, and the suite fails on any.
+local KERNEL_HEADERS = {"engine/core/backend.h", "engine/core/nn_backend.h", "engine/core/optim_backend.h"}
+-- The cases (patterns on their names) that run each kernel-table entry.
+local KERNEL_CASES = {
+  binary = {"^binary ", "^add_bcast$"}, unary = {"^unary "}, clamp = {"^clamp$"}, where = {"^where$"},
+  copy = {"^transpose$"}, copy_non_blocking = {"^to_non_blocking$"}, fill = {"^fill_$"},
+  read_element = {"^item$"}, reduce = {"^sum", "^mean_first$", "^prod$"},
+  reduce_index = {"^max_last$", "^argmax$", "_ties$"}, matmul = {"^matmul$"},
+  index_select = {"^index_select_"},
+  linear = {"^linear"}, linear_backward = {"^linear"}, conv2d = {"^conv2d"}, conv2d_backward = {"^conv2d"},
+  max_pool2d = {"^max_pool2d"}, max_pool2d_backward = {"^max_pool2d"},
+  avg_pool2d = {"^avg_pool2d"}, avg_pool2d_backward = {"^avg_pool2d"},
+  batch_norm = {"^batch_norm_"}, batch_norm_backward = {"^batch_norm_"},
+  layer_norm = {"^layer_norm"}, layer_norm_backward = {"^layer_norm"},
+  gelu = {"^gelu_"}, gelu_backward = {"^gelu_"}, masked_scale = {"^dropout$"},
+  softmax = {"softmax_"}, softmax_backward = {"softmax_"},
+  cross_entropy = {"^cross_entropy_"}, cross_entropy_backward = {"^cross_entropy_"},
+  nll_loss = {"^nll_loss$"}, nll_loss_backward = {"^nll_loss$"},
+  mse_loss = {"^mse_loss$"}, mse_loss_backward = {"^mse_loss$"},
+  embedding = {"^embedding$"}, embedding_backward = {"^embedding$"},
+  sgd_many = {"^optim_SGD$"}, adam_many = {"^optim_Adam"}, unscale_many = {"^grad_scaler_unscale"},
+}
+-- The reductions of lt_reduce_op (LT_REDUCE_SUM, ...) and their cases.
+local REDUCE_CASES = {SUM = "^sum", MEAN = "^mean_first$", PROD = "^prod$"}
+
+local function kernel_entries()
+  local entries, reductions = {}, {}
+  for _, path in ipairs(KERNEL_HEADERS) do
+    local text = assert(io.open(path)):read("a")
+    for name in text:gmatch("lt_status %(%*([%w_]+)%)") do entries[#entries + 1] = name end
+    for name in text:gmatch("LT_REDUCE_(%u+)") do reductions[#reductions + 1] = name end
+  end
+  return entries, reductions
+end
+
+function cases.coverage(rows)
+  local names = {}
+  for _, r in ipairs(rows) do names[r.op] = true end
+  local function matched(pattern)
+    for name in pairs(names) do if name:match(pattern) then return true end end
+    return false
+  end
+  local missing = {}
+  local entries, reductions = kernel_entries()
+  for _, entry in ipairs(entries) do
+    local found = false
+    for _, pattern in ipairs(KERNEL_CASES[entry] or {}) do found = found or matched(pattern) end
+    if not found then missing[#missing + 1] = "kernel " .. entry end
+  end
+  for _, op in ipairs(reductions) do
+    if not (REDUCE_CASES[op] and matched(REDUCE_CASES[op])) then missing[#missing + 1] = "reduction " .. op end
+  end
+  for _, r in ipairs(UNARY_ROWS) do
+    if not (names["unary " .. r.name] or names["unary " .. r.name .. " fwd+bwd"]) then
+      missing[#missing + 1] = "unary op " .. r.name
+    end
+  end
+  for _, r in ipairs(BINARY_ROWS) do
+    if r.rule ~= "GRAD" and not (names["binary " .. r.name] or names["binary " .. r.name .. " fwd+bwd"]) then
+      missing[#missing + 1] = "binary op " .. r.name
+    end
+  end
+  return missing
 end
 
 function cases.format(row)

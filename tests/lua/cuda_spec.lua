@@ -162,6 +162,12 @@ describe("CUDA against the CPU", function()
     assert.equal(0, failures, table.concat(bad, "\n"))
   end)
 
+  it("covers every kernel-table entry, op of the op table and reduction", function()
+    local cases = dofile("tests/gpu/cases.lua")
+    local rows = cases.run({quick = true})
+    assert.same({}, cases.coverage(rows))
+  end)
+
   it("pinned round trips and non_blocking copies give the same values", function()
     local t = lt.randn(1000):pin_memory()
     assert.is_true(t:is_pinned())
