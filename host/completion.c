@@ -32,7 +32,9 @@ static int is_identifier(const char *name, size_t len) {
 }
 
 /* Adds prefix..key to the set at index `set` for each identifier key of the table at `table`
- * that starts with `partial` (only function values when methods_only). */
+ * that starts with `partial` (only function values when methods_only). Names starting with
+ * '_' are private by Lua's convention (lt._set_grad, _ENV, _G): offered only once the partial
+ * name starts with '_' too. */
 static void add_table_keys(lua_State *L, int set, int table, const char *prefix,
                            const char *partial, int methods_only, int skip_metamethods) {
   size_t partial_len = strlen(partial);
@@ -43,7 +45,8 @@ static void add_table_keys(lua_State *L, int set, int table, const char *prefix,
       const char *key = lua_tolstring(L, -2, &len);
       int wanted = strncmp(key, partial, partial_len) == 0 && is_identifier(key, len) &&
                    (!methods_only || lua_type(L, -1) == LUA_TFUNCTION) &&
-                   !(skip_metamethods && strncmp(key, "__", 2) == 0);
+                   !(skip_metamethods && strncmp(key, "__", 2) == 0) &&
+                   (key[0] != '_' || partial[0] == '_');
       if (wanted) {
         lua_pushfstring(L, "%s%s", prefix, key);
         lua_pushboolean(L, 1);

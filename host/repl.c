@@ -83,13 +83,40 @@ static enum chunk_result read_chunk(lua_State *L, int *status) {
   return CHUNK_READY;
 }
 
-/* Protected: prints each argument through tostring (tensors have __tostring), tab-separated
- * as print does, without going through a global `print` the session may have replaced. */
+/* A table without __tostring: printed by lt.pp's format. */
+static int is_plain_table(lua_State *L, int i) {
+  if (lua_type(L, i) != LUA_TTABLE) return 0;
+  if (luaL_getmetafield(L, i, "__tostring") == LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* Pushes the text of the value at i: a plain table through lt.pp's format (lua/lt/pp.lua:
+ * {3, 4}, keys sorted, nested tables to a depth), anything else through tostring (tensors
+ * and modules have __tostring). */
+static const char *result_text(lua_State *L, int i, size_t *len) {
+  if (is_plain_table(L, i)) {
+    int top = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    if (lua_getfield(L, -1, "lt.pp") == LUA_TTABLE && lua_getfield(L, -1, "format") == LUA_TFUNCTION) {
+      lua_pushvalue(L, i);
+      lua_call(L, 1, 1);
+      lua_replace(L, top + 1);
+      lua_settop(L, top + 1);
+      return lua_tolstring(L, -1, len);
+    }
+    lua_settop(L, top); /* lt is not loaded: Lua's own text */
+  }
+  return luaL_tolstring(L, i, len);
+}
+
+/* Protected: prints each argument (result_text), tab-separated as print does, without
+ * going through a global `print` the session may have replaced. */
 static int print_values(lua_State *L) {
   int n = lua_gettop(L);
   for (int i = 1; i <= n; i++) {
     size_t len;
-    const char *text = luaL_tolstring(L, i, &len);
+    const char *text = result_text(L, i, &len);
     if (i > 1) fputc('\t', stdout);
     fwrite(text, 1, len, stdout);
     lua_pop(L, 1);

@@ -51,5 +51,6 @@ lt.autograd = require "lt.autograd"
 lt.checkpoint = require "lt.checkpoint"
 lt.amp = require "lt.amp"
 lt.microbatch = require "lt.microbatch"
+lt.pp = require "lt.pp" -- print with tables shown readably (the REPL shows results so)
 
 return lt

@@ -148,11 +148,27 @@ type_text 'io.stdout:writ'
 press Tab
 enter '("written", "\n")' '^written$' "Tab completes a userdata's methods (io.stdout:writ)"
 
+type_text 'lt._set_gr'
+press Tab
+enter '' '^(function|builtin)' "a private name completes once its '_' is typed (lt._set_gr)"
+type_text 'lt.'
+press Tab
+press Tab
+if wait_for_new 'manual_seed' 0 && (($(count_lines '_autocast_state') == 0)); then
+  ok "lt.<Tab><Tab> lists lt's names but no private '_' ones"
+else
+  not_ok "lt.<Tab><Tab> lists lt's names but no private '_' ones"
+fi
+press C-c
+
 enter 'print("history-marker-" .. 123)' '^history-marker-123$' "a line to find in the history"
 
 enter 'lt.ones(2,2)' 'tensor\(' "a tensor prints through tostring" \
   "needs the tensor bindings: lt.ones and the tensor's __tostring"
 enter_quiet 't = lt.ones(2, 2)' "a tensor in a global"
+enter 't.shape' '^\{2, 2\}$' "a table result prints readably: t.shape shows {2, 2}"
+enter '{lr = 0.1, 3, nested = {t}}' '^\{3, lr = 0.1, nested = \{<float32 tensor \{2, 2\}>\}\}$' \
+  "a table prints its list, sorted keys and tensors as summaries"
 type_text 't:nume'
 press Tab
 enter '()' '^4$' "Tab completes a tensor's methods (t:nume -> t:numel)" \
