@@ -36,17 +36,24 @@ static int executable_dir(const char *exe_path, char *dir, size_t size) {
   return 1;
 }
 
-/* Pushes the lua directory: <exe dir>/../lua when it holds lt/init.lua (an installed or
- * side-by-side tree), else the source tree's lua/ the build was configured with. */
+/* Where the Lua library may sit beside the executable's directory: an installed tree
+ * (P/bin/lt, P/share/lua/5.4/lt; cmake/install.cmake), then a side-by-side one. */
+static const char *const relative_lua_dirs[] = {"../share/lua/5.4", "../lua"};
+
+/* Pushes the lua directory: the first of relative_lua_dirs that holds lt/init.lua, else
+ * the source tree's lua/ the build was configured with (a build directory outside the
+ * source tree). */
 static void push_lua_dir(lua_State *L, const char *exe_path) {
   char exe_dir[PATH_MAX];
   if (executable_dir(exe_path, exe_dir, sizeof exe_dir)) {
-    const char *dir = lua_pushfstring(L, "%s/../lua", exe_dir);
-    const char *probe = lua_pushfstring(L, "%s/lt/init.lua", dir);
-    int found = access(probe, R_OK) == 0;
-    lua_pop(L, 1);
-    if (found) return;
-    lua_pop(L, 1);
+    for (size_t i = 0; i < sizeof relative_lua_dirs / sizeof relative_lua_dirs[0]; i++) {
+      const char *dir = lua_pushfstring(L, "%s/%s", exe_dir, relative_lua_dirs[i]);
+      const char *probe = lua_pushfstring(L, "%s/lt/init.lua", dir);
+      int found = access(probe, R_OK) == 0;
+      lua_pop(L, 1);
+      if (found) return;
+      lua_pop(L, 1);
+    }
   }
   lua_pushstring(L, LT_LUA_DIR);
 }

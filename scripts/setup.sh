@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Installs what lt needs from Debian 12 (when missing), configures and builds.
 #   scripts/setup.sh [BUILD_DIR] [extra cmake options...]
-# Used by the README's two commands (scripts/main.sh, scripts/test.sh).
+# Used by the README's two commands (scripts/main.sh, scripts/test.sh). LT_SETUP_TESTS=1
+# (scripts/test.sh) adds what only the tests use: busted, lua5.4, tmux for the REPL,
+# Chromium for the memory report's pages, luarocks for the rockspec.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 shift || true
 
-packages=(cmake gcc g++ make pkg-config liblua5.4-dev lua5.4 lua-busted libopenblas-dev libdnnl-dev
-          libedit-dev zlib1g-dev tmux dataset-fashion-mnist chromium)
+packages=(cmake gcc g++ make pkg-config liblua5.4-dev libopenblas-dev libdnnl-dev libedit-dev zlib1g-dev
+          dataset-fashion-mnist)
+if [ "${LT_SETUP_TESTS:-0}" = 1 ]; then
+  packages+=(lua5.4 lua-busted tmux chromium luarocks)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
