@@ -8,6 +8,7 @@
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "cpu/cpu_nn_lowp.h"
+#include "cpu/cpu_vmath.h"
 #include "lt/threads.h"
 
 typedef struct act_job {
@@ -47,9 +48,47 @@ NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, lt_dtype dt) 
   for (int64_t i = i0; i < i1; i++) nn_st_dt(j->out, i, dt, gelu_value(nn_ld_dt(j->x, i, dt), j->approx));
 }
 
+/* float32: the same formulas in float, with cpu_vmath.h's erf, tanh and exp, so that the
+ * loops vectorise (PyTorch computes float32 GELU in float too); the approximation is
+ * chosen once per range, outside the loops. */
+NN_INLINE void gelu_f32(const act_job *j, int64_t i0, int64_t i1) {
+  const float *x = j->x;
+  float *o = j->out;
+  const float c = (float)SQRT_2_OVER_PI, kappa = (float)GELU_KAPPA, h = (float)SQRT_HALF;
+  if (j->approx == LT_GELU_TANH) {
+    for (int64_t i = i0; i < i1; i++) {
+      const float v = x[i];
+      o[i] = 0.5f * v * (1.0f + vm_tanhf(c * (v + kappa * v * v * v)));
+    }
+  } else {
+    for (int64_t i = i0; i < i1; i++) o[i] = 0.5f * x[i] * (1.0f + vm_erff(x[i] * h));
+  }
+}
+
+NN_INLINE void gelu_backward_f32(const act_job *j, int64_t i0, int64_t i1) {
+  const float *x = j->x, *go = j->go;
+  float *o = j->out;
+  const float c = (float)SQRT_2_OVER_PI, kappa = (float)GELU_KAPPA, h = (float)SQRT_HALF,
+              inv_sqrt_2pi = (float)INV_SQRT_2PI;
+  if (j->approx == LT_GELU_TANH) {
+    for (int64_t i = i0; i < i1; i++) {
+      const float v = x[i], t = vm_tanhf(c * (v + kappa * v * v * v));
+      o[i] = go[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * c * (1.0f + 3.0f * kappa * v * v));
+    }
+  } else {
+    for (int64_t i = i0; i < i1; i++) {
+      const float v = x[i];
+      o[i] = go[i] * (0.5f * (1.0f + vm_erff(v * h)) + v * inv_sqrt_2pi * vm_expf(-0.5f * v * v));
+    }
+  }
+}
+
 LT_CPU_CLONES static void gelu_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
-  NN_BY_DTYPE(j->dt, gelu_impl, j, i0, i1);
+  if (j->dt == LT_FLOAT32)
+    gelu_f32(j, i0, i1);
+  else
+    NN_BY_DTYPE(j->dt, gelu_impl, j, i0, i1);
 }
 
 lt_status cpu_nn_gelu(lt_tensor *out, const lt_tensor *x, lt_gelu_approx approx) {
@@ -65,7 +104,10 @@ NN_INLINE void gelu_backward_impl(const act_job *j, int64_t i0, int64_t i1, lt_d
 
 LT_CPU_CLONES static void gelu_backward_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
-  NN_BY_DTYPE(j->dt, gelu_backward_impl, j, i0, i1);
+  if (j->dt == LT_FLOAT32)
+    gelu_backward_f32(j, i0, i1);
+  else
+    NN_BY_DTYPE(j->dt, gelu_backward_impl, j, i0, i1);
 }
 
 lt_status cpu_nn_gelu_backward(lt_tensor *gx, const lt_tensor *go, const lt_tensor *x,

@@ -9,6 +9,7 @@
 #include "cpu/cpu_iter.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_operand.h"
+#include "cpu/cpu_vmath.h"
 
 #define UNARY_LOOP(EXPR)                                                        \
   do {                                                                          \
@@ -21,9 +22,12 @@
     }                                                                           \
   } while (0)
 
-/* Floating ops; the float and double versions differ only in the libm
- * function names, passed in as F(name). relu keeps NaN (x < 0 is false).
- * Each returns false for an op it has no loop for (cpu_unary refuses it). */
+/* Floating ops; the float and double versions differ only in the math
+ * functions, passed in as F(name): libm's for double, and for float libm's
+ * float versions except exp, tanh and erf (and sigmoid through exp), which are
+ * cpu_vmath.h's, so that their loops vectorise. relu keeps NaN (x < 0 is
+ * false). Each returns false for an op it has no loop for (cpu_unary refuses
+ * it). */
 #define FLOAT_UNARY(F)                                                          \
   switch (op) {                                                                 \
     case LT_OP_NEG: UNARY_LOOP(-x); return true;                                \
@@ -49,10 +53,21 @@
   }                                                                             \
   return false
 
-#define FLOAT_NAME(name) name##f
+#define FLOAT_NAME(name) f32_##name
 #define DOUBLE_NAME(name) name
+#define f32_exp vm_expf
+#define f32_tanh vm_tanhf
+#define f32_erf vm_erff
+#define f32_log logf
+#define f32_sqrt sqrtf
+#define f32_fabs fabsf
+#define f32_sin sinf
+#define f32_cos cosf
+#define f32_floor floorf
+#define f32_ceil ceilf
+#define f32_nearbyint nearbyintf
 
-static bool unary_float(lt_unary_op op, const float *a, int64_t sa, float *o, int64_t n) {
+LT_CPU_CLONES static bool unary_float(lt_unary_op op, const float *a, int64_t sa, float *o, int64_t n) {
   typedef float T;
   FLOAT_UNARY(FLOAT_NAME);
 }

@@ -1,0 +1,123 @@
+/* float32 exp, tanh and erf from arithmetic, comparisons and bit operations only, so that
+ * a loop calling them vectorises (they inline into the LT_CPU_CLONES loops: 4 lanes on the
+ * SSE2 baseline, 8 on AVX2) where libm's expf, tanhf and erff are one call per element.
+ * Each is within 2 ulp of the exact value (checked against double libm over the whole
+ * float range in tests/c/test_vmath.c); NaN gives NaN, and the limits are exact (exp: inf
+ * and 0, tanh and erf: +-1).
+ *
+ * The polynomials are fitted here, by weighted least squares on Chebyshev nodes of the
+ * functions' double values (tests/c/test_vmath.c checks the result), and evaluated by
+ * Horner's rule; C11 mode keeps GCC from contracting them into FMAs, so both clones give
+ * the same bits. */
+#ifndef LT_CPU_VMATH_H
+#define LT_CPU_VMATH_H
+
+#include <stdint.h>
+
+/* Always inlined: into a cloned loop, each copy is compiled for that clone's vector width. */
+#define VM_INLINE static inline __attribute__((always_inline))
+
+VM_INLINE float vm_from_bits(uint32_t u) {
+  union { uint32_t u; float f; } v = {.u = u};
+  return v.f;
+}
+
+VM_INLINE uint32_t vm_bits(float f) {
+  union { float f; uint32_t u; } v = {.f = f};
+  return v.u;
+}
+
+/* cond ? a : b, as bit masks: written with ?:, GCC threads the jumps of each
+ * clamp through the rest of the function before it would turn them into selects, and the
+ * loop no longer vectorises. */
+VM_INLINE float vm_select(int cond, float a, float b) {
+  const uint32_t mask = 0u - (uint32_t)(cond != 0);
+  return vm_from_bits((vm_bits(a) & mask) | (vm_bits(b) & ~mask));
+}
+
+/* 2^n for n in [-126, 127], built in the exponent field. */
+VM_INLINE float vm_pow2i(int32_t n) { return vm_from_bits((uint32_t)(n + 127) << 23); }
+
+/* exp(x) = 2^k exp(r): k = round(x / ln 2), r = x - k ln 2 in [-ln2/2, ln2/2] (ln 2 in two
+ * parts, so k ln 2 is exact), exp(r) by its Taylor series to r^7 (truncation below 6e-9).
+ * 2^k is applied as two factors, so that k down to -150 (subnormal results) and up to 128
+ * (overflow to inf) stay in the exponent field's range. */
+VM_INLINE float vm_expf(float x) {
+  const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f,
+              ln2_lo = 1.42860682030941723e-6f, round_magic = 12582912.0f; /* 1.5 * 2^23 */
+  float xc = vm_select(x > 89.0f, 89.0f, x); /* NaN passes both clamps */
+  xc = vm_select(xc < -104.0f, -104.0f, xc);
+  float k = (xc * log2e + round_magic) - round_magic; /* round to nearest */
+  k = vm_select(k == k, k, 0.0f);                     /* NaN: r below carries it */
+  const int32_t n = (int32_t)k;
+  const float r = (xc - k * ln2_hi) - k * ln2_lo;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t n1 = n / 2;
+  return p * vm_pow2i(n1) * vm_pow2i(n - n1);
+}
+
+VM_INLINE float vm_copysign(float magnitude, float sign) {
+  return vm_from_bits((vm_bits(magnitude) & 0x7fffffffu) | (vm_bits(sign) & 0x80000000u));
+}
+
+VM_INLINE float vm_fabs(float x) { return vm_from_bits(vm_bits(x) & 0x7fffffffu); }
+
+/* tanh(|x|): below 0.55 an odd polynomial (tanh(x)/x in x^2, relative error 5e-8),
+ * above it 1 - 2 / (exp(2|x|) + 1), which loses no more than an ulp to cancellation there
+ * and reaches 1 exactly (exp overflows to inf for |x| > 44). */
+VM_INLINE float vm_tanhf(float x) {
+  const float a = vm_fabs(x), a2 = a * a;
+  float p = -6.269251928e-03f;
+  p = p * a2 + 2.106690966e-02f;
+  p = p * a2 + -5.385060608e-02f;
+  p = p * a2 + 1.333255917e-01f;
+  p = p * a2 + -3.333331645e-01f;
+  p = p * a2 + 1.0f;
+  const float small = a * p;
+  const float large = 1.0f - 2.0f / (vm_expf(2.0f * a) + 1.0f);
+  return vm_copysign(vm_select(a < 0.55f, small, large), x);
+}
+
+/* erf(|x|): below 0.8, |x| P(x^2) (erf(x)/x fitted on [0, 0.8] to degree 7 in x^2); on
+ * [0.8, 3.93), 1 - exp(-x^2) g(x) with g = erfc(x) exp(x^2), smooth and between 0.14 and
+ * 0.49, fitted in t = (x - 2.365) / 1.565 on [-1, 1]; from 3.93 on, erf rounds to 1 in
+ * float32. */
+VM_INLINE float vm_erff(float x) {
+  const float a = vm_fabs(x), a2 = a * a;
+  float p = -1.131004683e-05f;
+  p = p * a2 + 1.170122850e-04f;
+  p = p * a2 + -8.529868210e-04f;
+  p = p * a2 + 5.223442335e-03f;
+  p = p * a2 + -2.686608583e-02f;
+  p = p * a2 + 1.128379107e-01f;
+  p = p * a2 + -3.761263788e-01f;
+  p = p * a2 + 1.128379226e+00f;
+  const float small = a * p;
+  const float t = (a - 2.365f) * (1.0f / 1.565f);
+  float g = 3.330753680e-05f;
+  g = g * t + -9.315135685e-05f;
+  g = g * t + 1.292192755e-04f;
+  g = g * t + -2.883554553e-04f;
+  g = g * t + 7.974228356e-04f;
+  g = g * t + -1.851620502e-03f;
+  g = g * t + 4.052631091e-03f;
+  g = g * t + -8.716866374e-03f;
+  g = g * t + 1.814761758e-02f;
+  g = g * t + -3.633278608e-02f;
+  g = g * t + 6.972353905e-02f;
+  g = g * t + -1.276157796e-01f;
+  g = g * t + 2.213182896e-01f;
+  const float mid = 1.0f - vm_expf(-a2) * g;
+  float r = vm_select(a < 0.8f, small, mid);
+  r = vm_select(a < 3.93f, r, vm_select(a == a, 1.0f, a)); /* NaN stays NaN */
+  return vm_copysign(r, x);
+}
+
+#endif
