@@ -35,10 +35,16 @@ out=$(cd / && "$TMP/moved/bin/lt" -e "$where" 2>&1)
 check "a moved installation loads its own library" "$TMP/moved/bin/../share/lua/5.4/lt/nn/init.lua
 6.0" "$out"
 
-# Plain lua5.4 on the installed module.
+# Plain lua5.4 on the installed module. A sanitizer build's core.so needs the sanitizer
+# runtimes loaded first, which lua5.4 (not built with them) does not do: preload the ones
+# the module links, as ASan asks.
+preload=""
+for rt in $(ldd "$TMP/moved/lib/lua/5.4/lt/core.so" 2>/dev/null | awk '/lib(a|ub)san/ { print $3 }'); do
+  preload=${preload:+$preload:}$rt
+done
 if command -v lua5.4 >/dev/null; then
   M=$TMP/moved
-  out=$(cd / && LUA_CPATH="$M/lib/lua/5.4/?.so;;" LUA_PATH="$M/share/lua/5.4/?.lua;$M/share/lua/5.4/?/init.lua;;" \
+  out=$(cd / && LD_PRELOAD="$preload" LUA_CPATH="$M/lib/lua/5.4/?.so;;" LUA_PATH="$M/share/lua/5.4/?.lua;$M/share/lua/5.4/?/init.lua;;" \
     lua5.4 -e 'local lt = require "lt"; print(package.searchpath("lt", package.path)); print(lt.randn(4, 4).shape[1])' 2>&1)
   check "lua5.4 requires the installed lt" "$M/share/lua/5.4/lt/init.lua
 4" "$out"
