@@ -193,6 +193,32 @@ static void add_lua_dir_to_path(lua_State *L) {
 #endif
 }
 
+/* When the Lua state closes: the cached memory goes back to the system. Under
+ * plain lua5.4, lua_close then unloads core.so, and blocks that only its
+ * statics still pointed to would be lost; an embedder closing states would
+ * lose them each time. The sentinel is made before any tensor handle and Lua
+ * finalizes in reverse order, so every handle is gone by then. */
+static int release_caches(lua_State *L) {
+  (void)L;
+  lt_empty_cache(lt_cpu());
+  lt_empty_cache(lt_pinned_pool());
+  int n = lt_cuda_is_available() ? lt_cuda_device_count() : 0;
+  for (int i = 0; i < n && i < LT_MAX_DEVICES; i++) {
+    lt_device dev = {LT_DEVICE_CUDA, (signed char)i};
+    lt_empty_cache(dev);
+  }
+  return 0;
+}
+
+static void release_caches_on_close(lua_State *L) {
+  lua_newuserdatauv(L, 0, 0);
+  lua_newtable(L);
+  lua_pushcfunction(L, release_caches);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, "lt.release_caches");
+}
+
 int luaopen_lt_core(lua_State *L) {
   /* Incremental, not generational, collection (lua.c picks generational):
    * tensor handles that live through a training step grow old in
@@ -200,6 +226,7 @@ int luaopen_lt_core(lua_State *L) {
    * graphs pile up; the incremental collector, driven by the bytes charged
    * in ltb_charge, reclaims them within about one step. */
   lua_gc(L, LUA_GCINC, 0, 0, 0);
+  release_caches_on_close(L);
   add_lua_dir_to_path(L);
   luaL_newlib(L, core_functions);
   int core = lua_gettop(L);

@@ -524,6 +524,12 @@ size_t lt_empty_cache(lt_device dev) {
   if (!da) return 0;
   pthread_mutex_lock(&da->lock);
   size_t released = lt_release_free_segments_locked(da);
+  /* The recycled block structs are a cache too: every one goes back. */
+  while (da->spare_blocks) {
+    lt_block *b = da->spare_blocks;
+    da->spare_blocks = b->next;
+    free(b);
+  }
   pthread_mutex_unlock(&da->lock);
   return released;
 }
