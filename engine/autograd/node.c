@@ -150,6 +150,7 @@ struct lt_autograd_meta *ag_meta_get(lt_tensor *t, const char *who) {
     lt_error(LT_ERR_OOM, "%s: out of host memory for autograd metadata", who);
     return NULL;
   }
+  m->header.free = ag_meta_free;
   m->owner = t;
   t->autograd = m;
   return m;

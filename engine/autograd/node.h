@@ -103,6 +103,7 @@ struct ag_node {
  * made in grad mode (it knows its base, so that an in-place write through it
  * can be recorded on the base), or a base that such views know. */
 struct lt_autograd_meta {
+  lt_autograd_meta_header header; /* first: how core frees it (ag_meta_free) */
   ag_node *grad_fn;
   int output_nr;
   lt_tensor *owner; /* the tensor this meta belongs to (not a reference) */

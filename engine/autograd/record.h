@@ -1,5 +1,5 @@
 /* Recording ops on the tape: what the op entry points in ops/ (and the view
- * functions of core/views.c) call once their kernel has run. Each function
+ * functions of ops/views.c) call once their kernel has run. Each function
  * decides for itself whether anything is to be recorded (grad mode on, a
  * floating input that requires grad, a floating result) and returns LT_OK at
  * once when not, so an op calls it unconditionally. The formulas live in

@@ -87,7 +87,6 @@ typedef struct lt_backend {
  * (CUDA without the toolkit). */
 const lt_backend *lt_backend_for(lt_device dev);
 /* Installed by a device backend when it starts (the CPU's is built in). */
-void lt_backend_register(lt_device_type type, const lt_backend *backend);
 
 extern const lt_backend lt_cpu_backend;
 

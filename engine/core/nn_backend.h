@@ -130,7 +130,6 @@ typedef struct lt_nn_backend {
 
 /* The nn kernels for dev's type, or NULL when it has none. */
 const lt_nn_backend *lt_nn_backend_for(lt_device dev);
-void lt_nn_backend_register(lt_device_type type, const lt_nn_backend *backend);
 
 extern const lt_nn_backend lt_cpu_nn_backend;
 

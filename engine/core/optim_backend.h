@@ -52,7 +52,6 @@ typedef struct lt_optim_backend {
 
 /* The optimizer kernels for dev's type, or NULL when it has none. */
 const lt_optim_backend *lt_optim_backend_for(lt_device dev);
-void lt_optim_backend_register(lt_device_type type, const lt_optim_backend *backend);
 
 extern const lt_optim_backend lt_cpu_optim_backend;
 

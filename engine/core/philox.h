@@ -3,7 +3,7 @@
  * multiply-xor bijection turn a 128-bit counter and a 64-bit key into 128
  * random bits. Any block can be computed directly from its counter, so threads
  * fill disjoint parts of a tensor with the same numbers a single thread would.
- * Internal to the engine (engine/core/rng.c and its test). */
+ * Internal to the engine (engine/ops/rng.c and its test). */
 #ifndef LT_CORE_PHILOX_H
 #define LT_CORE_PHILOX_H
 

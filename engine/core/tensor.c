@@ -1,9 +1,11 @@
-/* Tensor headers: creation, references and geometry. */
+/* Tensor headers: empty tensors, references and geometry. Core sits below
+ * every other part of the engine: tensors filled by ops (lt_full,
+ * lt_from_buffer) are made in ops/creation.c, and a tensor's autograd
+ * metadata frees itself through the function it carries. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "autograd/node.h"
-#include "lt/ops.h"
+#include "lt/alloc.h"
 #include "lt/tensor.h"
 
 /* A header with no storage yet: the caller fills geometry and storage. */
@@ -91,60 +93,8 @@ lt_status lt_empty(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, l
   return lt_empty_named("empty", shape, ndim, dt, dev, out);
 }
 
-lt_status lt_zeros(const int64_t *shape, int ndim, lt_dtype dt, lt_device dev, lt_tensor **out) {
-  return lt_full(shape, ndim, 0.0, dt, dev, out);
-}
-
-lt_status lt_full(const int64_t *shape, int ndim, double value, lt_dtype dt, lt_device dev,
-                  lt_tensor **out) {
-  return lt_full_named("full", shape, ndim, value, dt, dev, out);
-}
-
-lt_status lt_full_named(const char *op, const int64_t *shape, int ndim, double value, lt_dtype dt,
-                        lt_device dev, lt_tensor **out) {
-  lt_tensor *t;
-  LT_TRY(lt_empty_named(op, shape, ndim, dt, dev, &t));
-  lt_status st = lt_fill_(t, value);
-  if (st != LT_OK) {
-    lt_tensor_release(t);
-    return st;
-  }
-  t->storage->version = 0; /* a fresh tensor: its filling is not a user's write */
-  *out = t;
-  return LT_OK;
-}
-
 lt_status lt_empty_like(const lt_tensor *t, lt_tensor **out) {
   return lt_empty(t->shape, t->ndim, t->dtype, t->storage->device, out);
-}
-
-/* n elements of src_dt at src into dst as dt. */
-static void convert_into(char *dst, lt_dtype dt, const char *src, lt_dtype src_dt, int64_t n) {
-  size_t src_size = lt_dtype_size(src_dt), dst_size = lt_dtype_size(dt);
-  if (src_dt == dt) {
-    if (n > 0) memcpy(dst, src, (size_t)n * src_size);
-  } else if (!lt_dtype_is_floating(src_dt) && !lt_dtype_is_floating(dt)) {
-    for (int64_t i = 0; i < n; i++) /* integers stay exact above 2^53 */
-      lt_store_int64(dst + i * dst_size, dt, lt_load_int64(src + i * src_size, src_dt));
-  } else {
-    for (int64_t i = 0; i < n; i++)
-      lt_store_double(dst + i * dst_size, dt, lt_load_double(src + i * src_size, src_dt));
-  }
-}
-
-lt_status lt_from_buffer(const void *data, lt_dtype src_dt, const int64_t *shape, int ndim,
-                         lt_dtype dt, lt_device dev, lt_tensor **out) {
-  lt_tensor *t;
-  LT_TRY(lt_empty(shape, ndim, dt, lt_cpu(), &t));
-  /* While estimating a tensor is a shape without data. */
-  if (!lt_estimating()) convert_into(lt_data(t), dt, data, src_dt, lt_numel(t));
-  if (dev.type == LT_DEVICE_CPU) {
-    *out = t;
-    return LT_OK;
-  }
-  lt_status st = lt_to_device(t, dev, out);
-  lt_tensor_release(t);
-  return st;
 }
 
 void lt_tensor_retain(lt_tensor *t) { t->refcount++; }
@@ -153,7 +103,8 @@ size_t lt_tensor_release(lt_tensor *t) {
   if (!t || --t->refcount > 0) return 0;
   size_t given_back = lt_storage_release(t->storage);
   if (t->grad) given_back += lt_tensor_release(t->grad);
-  if (t->autograd) given_back += ag_meta_free(t->autograd); /* and the graph behind t */
+  if (t->autograd) /* and the graph behind t, freed by autograd */
+    given_back += ((const lt_autograd_meta_header *)(const void *)t->autograd)->free(t->autograd);
   free(t);
   return given_back;
 }

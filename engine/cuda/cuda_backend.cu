@@ -1,4 +1,4 @@
-// The CUDA backend table, registered when the CUDA slot starts (the first
+// The CUDA backend table, registered with the nn and optimizer tables when the CUDA slot starts (the first
 // time lt_cuda_device_count finds a device; see cuda_device.cu). The kernels
 // live in cuda_elementwise.cu, cuda_copy.cu, cuda_reduce.cu, cuda_matmul.cu
 // and cuda_index_select.cu, with the same signatures as the CPU's.
@@ -8,7 +8,7 @@ lt_status cuda_not_implemented(const char *op) {
   return lt_error(LT_ERR_DEVICE, "cuda: %s is not implemented on CUDA yet", op);
 }
 
-static const lt_backend cuda_backend = {
+extern const lt_backend cuda_backend = {
     /* name */ "cuda",
     /* binary */ cuda_binary,
     /* unary */ cuda_unary,
@@ -23,5 +23,3 @@ static const lt_backend cuda_backend = {
     /* matmul */ cuda_matmul,
     /* index_select */ cuda_index_select,
 };
-
-void lt_cuda_install_backend(void) { lt_backend_register(LT_DEVICE_CUDA, &cuda_backend); }

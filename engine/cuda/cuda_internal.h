@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 extern "C" {
-#include "core/backend.h"
+#include "core/cuda_hooks.h"
+#include "core/device_kernels.h"
 #include "lt/alloc.h"
 #include "lt/cuda.h"
 }
@@ -40,12 +41,14 @@ static inline lt_status cuda_check_launch(const char *op, const char *kernel) {
   return LT_OK;
 }
 
-/* Installs the raw allocator (cuda_memory.cu) and the kernel table
- * (cuda_backend.cu); run once, the first time a device is found. */
+/* Installs the raw allocator (cuda_memory.cu); run once, the first time a
+ * device is found, when cuda_device.cu also registers the kernel tables. */
 void lt_cuda_install_allocator(void);
-void lt_cuda_install_backend(void);
-void lt_cuda_install_nn_backend(void);    /* cuda_nn_backend.cu */
-void lt_cuda_install_optim_backend(void); /* cuda_optim.cu */
+const char *cuda_last_alloc_error(void); /* cuda_memory.cu: lt_cuda_last_alloc_error */
+void cuda_stream_hooks(lt_cuda_hooks *h); /* cuda_stream.cu: sets the stream and event hooks */
+extern const lt_backend cuda_backend;             /* cuda_backend.cu */
+extern const lt_nn_backend cuda_nn_backend;       /* cuda_nn_backend.cu */
+extern const lt_optim_backend cuda_optim_backend; /* cuda_optim.cu */
 
 /* ---- streams (cuda_stream.cu) ----
  * Every kernel, library call and copy of lt runs on the current stream of

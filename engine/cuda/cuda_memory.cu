@@ -219,6 +219,6 @@ void lt_cuda_install_allocator(void) {
   lt_alloc_set_pinned_backend(&pinned);
 }
 
-extern "C" const char *lt_cuda_last_alloc_error(void) {
+const char *cuda_last_alloc_error(void) {
   return last_error[0] ? last_error : NULL;
 }

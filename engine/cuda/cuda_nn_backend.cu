@@ -2,7 +2,7 @@
 // CUDA slot starts (cuda_device.cu).
 #include "cuda/cuda_nn_kernels.h"
 
-static const lt_nn_backend cuda_nn_backend = {
+extern const lt_nn_backend cuda_nn_backend = {
     /* name */ "cuda",
     /* half_matmul */ true,
     /* half_batch_norm */ true, // cuDNN's float16 batch norm, float32 parameters
@@ -34,5 +34,3 @@ static const lt_nn_backend cuda_nn_backend = {
     /* half_max_pool */ false, // the kernels read float32: ops/ converts 16-bit
     /* half_pointwise */ false, // gelu and softmax read float32: ops/ converts 16-bit
 };
-
-void lt_cuda_install_nn_backend(void) { lt_nn_backend_register(LT_DEVICE_CUDA, &cuda_nn_backend); }

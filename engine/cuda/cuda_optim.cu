@@ -342,13 +342,9 @@ static lt_status cuda_unscale_many(int64_t n, lt_tensor *const *grads, float inv
   return LT_OK;
 }
 
-static const lt_optim_backend cuda_optim_backend = {
+extern const lt_optim_backend cuda_optim_backend = {
     /* name */ "cuda",
     /* sgd_many */ cuda_sgd_many,
     /* adam_many */ cuda_adam_many,
     /* unscale_many */ cuda_unscale_many,
 };
-
-void lt_cuda_install_optim_backend(void) {
-  lt_optim_backend_register(LT_DEVICE_CUDA, &cuda_optim_backend);
-}

@@ -104,7 +104,7 @@ int cuda_stream_slot(int device, cudaStream_t stream) {
 
 // ---- streams ----
 
-extern "C" lt_status lt_cuda_stream_new(int device, lt_cuda_stream *out) {
+static lt_status rt_stream_new(int device, lt_cuda_stream *out) {
   *out = 0;
   LT_TRY(check_device("stream_new", device));
   pthread_mutex_lock(&pool_lock);
@@ -133,19 +133,19 @@ extern "C" lt_status lt_cuda_stream_new(int device, lt_cuda_stream *out) {
   return st;
 }
 
-extern "C" lt_cuda_stream lt_cuda_current_stream(int device) {
+static lt_cuda_stream rt_current_stream(int device) {
   if (device < 0 || device >= LT_MAX_DEVICES || device >= lt_cuda_device_count()) return 0;
   return (lt_cuda_stream)cuda_stream_of(device);
 }
 
-extern "C" lt_status lt_cuda_set_stream(int device, lt_cuda_stream stream) {
+static lt_status rt_set_stream(int device, lt_cuda_stream stream) {
   LT_TRY(check_device("set_stream", device));
   LT_TRY(check_stream("set_stream", device, stream));
   __atomic_store_n(&devices[device].current, (cudaStream_t)stream, __ATOMIC_RELAXED);
   return LT_OK;
 }
 
-extern "C" lt_status lt_cuda_stream_synchronize(int device, lt_cuda_stream stream) {
+static lt_status rt_stream_synchronize(int device, lt_cuda_stream stream) {
   LT_TRY(check_device("stream_synchronize", device));
   LT_TRY(check_stream("stream_synchronize", device, stream));
   // Stream 0 is the legacy default stream of the device current at the call.
@@ -156,7 +156,7 @@ extern "C" lt_status lt_cuda_stream_synchronize(int device, lt_cuda_stream strea
   return LT_OK;
 }
 
-extern "C" lt_status lt_cuda_stream_query(int device, lt_cuda_stream stream, bool *done) {
+static lt_status rt_stream_query(int device, lt_cuda_stream stream, bool *done) {
   *done = true;
   LT_TRY(check_device("stream_query", device));
   LT_TRY(check_stream("stream_query", device, stream));
@@ -174,8 +174,8 @@ extern "C" lt_status lt_cuda_stream_query(int device, lt_cuda_stream stream, boo
   return api_fail("stream_query", "cudaStreamQuery", e);
 }
 
-extern "C" lt_status lt_cuda_stream_wait_stream(int device, lt_cuda_stream waiter,
-                                                lt_cuda_stream other) {
+static lt_status rt_stream_wait_stream(int device, lt_cuda_stream waiter,
+                                     lt_cuda_stream other) {
   LT_TRY(check_device("stream_wait_stream", device));
   LT_TRY(check_stream("stream_wait_stream", device, waiter));
   LT_TRY(check_stream("stream_wait_stream", device, other));
@@ -208,7 +208,7 @@ static lt_status check_event(const char *fn, const lt_cuda_event *event) {
   return LT_OK;
 }
 
-extern "C" lt_status lt_cuda_event_new(int device, bool enable_timing, lt_cuda_event **out) {
+static lt_status rt_event_new(int device, bool enable_timing, lt_cuda_event **out) {
   *out = NULL;
   LT_TRY(check_device("event_new", device));
   lt_cuda_event *ev = (lt_cuda_event *)calloc(1, sizeof *ev);
@@ -232,7 +232,7 @@ extern "C" lt_status lt_cuda_event_new(int device, bool enable_timing, lt_cuda_e
   return LT_OK;
 }
 
-extern "C" void lt_cuda_event_free(lt_cuda_event *event) {
+static void rt_event_free(lt_cuda_event *event) {
   if (!event) return;
   // A failed switch still destroys: cudaEventDestroy does not need the
   // event's device current.
@@ -242,11 +242,11 @@ extern "C" void lt_cuda_event_free(lt_cuda_event *event) {
   free(event);
 }
 
-extern "C" int lt_cuda_event_device(const lt_cuda_event *event) {
+static int rt_event_device(const lt_cuda_event *event) {
   return event ? event->device : -1;
 }
 
-extern "C" lt_status lt_cuda_event_record(lt_cuda_event *event, lt_cuda_stream stream) {
+static lt_status rt_event_record(lt_cuda_event *event, lt_cuda_stream stream) {
   LT_TRY(check_event("event_record", event));
   // An event may be recorded only on a stream of its own device.
   LT_TRY(check_stream("event_record", event->device, stream));
@@ -258,7 +258,7 @@ extern "C" lt_status lt_cuda_event_record(lt_cuda_event *event, lt_cuda_stream s
   return LT_OK;
 }
 
-extern "C" lt_status lt_cuda_event_synchronize(lt_cuda_event *event) {
+static lt_status rt_event_synchronize(lt_cuda_event *event) {
   LT_TRY(check_event("event_synchronize", event));
   // An event never recorded has nothing to wait for (cudaEventSynchronize
   // returns at once).
@@ -269,7 +269,7 @@ extern "C" lt_status lt_cuda_event_synchronize(lt_cuda_event *event) {
   return LT_OK;
 }
 
-extern "C" lt_status lt_cuda_event_query(lt_cuda_event *event, bool *done) {
+static lt_status rt_event_query(lt_cuda_event *event, bool *done) {
   *done = true;
   LT_TRY(check_event("event_query", event));
   device_scope scope(event->device);
@@ -284,8 +284,8 @@ extern "C" lt_status lt_cuda_event_query(lt_cuda_event *event, bool *done) {
   return api_fail("event_query", "cudaEventQuery", e);
 }
 
-extern "C" lt_status lt_cuda_event_elapsed_ms(lt_cuda_event *start, lt_cuda_event *end,
-                                              double *ms) {
+static lt_status rt_event_elapsed_ms(lt_cuda_event *start, lt_cuda_event *end,
+                                     double *ms) {
   *ms = 0.0;
   LT_TRY(check_event("event_elapsed_ms", start));
   LT_TRY(check_event("event_elapsed_ms", end));
@@ -310,8 +310,8 @@ extern "C" lt_status lt_cuda_event_elapsed_ms(lt_cuda_event *start, lt_cuda_even
   return LT_OK;
 }
 
-extern "C" lt_status lt_cuda_stream_wait_event(int device, lt_cuda_stream stream,
-                                               lt_cuda_event *event) {
+static lt_status rt_stream_wait_event(int device, lt_cuda_stream stream,
+                                     lt_cuda_event *event) {
   LT_TRY(check_device("stream_wait_event", device));
   LT_TRY(check_stream("stream_wait_event", device, stream));
   LT_TRY(check_event("stream_wait_event", event));
@@ -322,4 +322,22 @@ extern "C" lt_status lt_cuda_stream_wait_event(int device, lt_cuda_stream stream
   const cudaError_t e = cudaStreamWaitEvent((cudaStream_t)stream, event->event, 0);
   if (e != cudaSuccess) return api_fail("stream_wait_event", "cudaStreamWaitEvent", e);
   return LT_OK;
+}
+
+// The stream and event entries of the runtime's hooks (cuda_device.cu).
+void cuda_stream_hooks(lt_cuda_hooks *h) {
+  h->stream_new = rt_stream_new;
+  h->current_stream = rt_current_stream;
+  h->set_stream = rt_set_stream;
+  h->stream_synchronize = rt_stream_synchronize;
+  h->stream_query = rt_stream_query;
+  h->stream_wait_stream = rt_stream_wait_stream;
+  h->event_new = rt_event_new;
+  h->event_free = rt_event_free;
+  h->event_device = rt_event_device;
+  h->event_record = rt_event_record;
+  h->event_synchronize = rt_event_synchronize;
+  h->event_query = rt_event_query;
+  h->event_elapsed_ms = rt_event_elapsed_ms;
+  h->stream_wait_event = rt_stream_wait_event;
 }

@@ -1,19 +1,36 @@
-/* Which kernel table serves a device: the CPU's is built in, others are
- * registered by their backend when it starts. */
+/* Which kernels serve a device: one table per device type (core/device_kernels.h).
+ * The CPU's is built in, others are registered by their device when it starts. */
+#include "core/device_kernels.h"
 #include "lt/alloc.h"
 #include "ops/estimate_backend.h"
-#include "core/backend.h"
 
-static const lt_backend *registered[LT_NDEVICE_TYPES] = {&lt_cpu_backend, NULL};
+static const lt_device_kernels cpu_kernels = {&lt_cpu_backend, &lt_cpu_nn_backend, &lt_cpu_optim_backend};
+static const lt_device_kernels *registered[LT_NDEVICE_TYPES] = {[LT_DEVICE_CPU] = &cpu_kernels};
 
-void lt_backend_register(lt_device_type type, const lt_backend *backend) {
-  if ((unsigned)type < sizeof registered / sizeof registered[0]) registered[type] = backend;
+void lt_device_kernels_register(lt_device_type type, const lt_device_kernels *kernels) {
+  if ((unsigned)type < LT_NDEVICE_TYPES) registered[type] = kernels;
 }
 
+static const lt_device_kernels *kernels_for(lt_device dev) {
+  return (unsigned)dev.type < LT_NDEVICE_TYPES ? registered[(unsigned)dev.type] : NULL;
+}
+
+/* While estimating no kernel runs: results are allocated, not computed. */
+
 const lt_backend *lt_backend_for(lt_device dev) {
-  if ((unsigned)dev.type >= sizeof registered / sizeof registered[0]) return NULL;
-  const lt_backend *real = registered[(unsigned)dev.type];
-  /* While estimating no kernel runs: results are allocated, not computed. */
-  if (real && lt_estimating()) return lt_estimate_backend((lt_device_type)dev.type, real);
-  return real;
+  const lt_device_kernels *k = kernels_for(dev);
+  if (!k) return NULL;
+  return lt_estimating() ? lt_estimate_backend((lt_device_type)dev.type, k->ops) : k->ops;
+}
+
+const lt_nn_backend *lt_nn_backend_for(lt_device dev) {
+  const lt_device_kernels *k = kernels_for(dev);
+  if (!k) return NULL;
+  return lt_estimating() ? lt_estimate_nn_backend((lt_device_type)dev.type, k->nn) : k->nn;
+}
+
+const lt_optim_backend *lt_optim_backend_for(lt_device dev) {
+  const lt_device_kernels *k = kernels_for(dev);
+  if (!k) return NULL;
+  return lt_estimating() ? lt_estimate_optim_backend() : k->optim;
 }

@@ -12,20 +12,6 @@
 #include "core/optim_backend.h"
 #include "ops/ops_internal.h"
 
-static const lt_optim_backend *registered[LT_NDEVICE_TYPES] = {&lt_cpu_optim_backend, NULL};
-
-void lt_optim_backend_register(lt_device_type type, const lt_optim_backend *backend) {
-  if ((unsigned)type < sizeof registered / sizeof registered[0]) registered[type] = backend;
-}
-
-const lt_optim_backend *lt_optim_backend_for(lt_device dev) {
-  if ((unsigned)dev.type >= sizeof registered / sizeof registered[0]) return NULL;
-  const lt_optim_backend *real = registered[(unsigned)dev.type];
-  /* While estimating no kernel runs: results are allocated, not computed. */
-  if (real && lt_estimating()) return lt_estimate_optim_backend();
-  return real;
-}
-
 static lt_status optim_backend(const char *name, lt_device dev, const lt_optim_backend **out) {
   const lt_optim_backend *b = lt_optim_backend_for(dev);
   if (!b) {

@@ -1,6 +1,6 @@
 /* A simulated CUDA slot for tests on machines without a GPU. It takes the
- * place of engine/cuda/no_cuda.c in the `lt_simdev` host (tests only, never
- * shipped): LT_SIM_CUDA_DEVICES (default 2) "cuda" devices whose memory is
+ * place of core's no-CUDA hooks in the `lt_simdev` host (tests only, never
+ * shipped; it installs its hooks when the program starts): LT_SIM_CUDA_DEVICES (default 2) "cuda" devices whose memory is
  * host memory and whose kernels are the CPU's, with streams and events that
  * complete at once. The kernels are the CPU's, so it checks nothing of the
  * CUDA kernels (tests/gpu/cases.lua does that on a GPU); what it runs is
@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/backend.h"
-#include "core/nn_backend.h"
-#include "core/optim_backend.h"
+#include "core/cuda_hooks.h"
+#include "core/device_kernels.h"
 #include "lt/alloc.h"
 #include "lt/cuda.h"
 
@@ -54,7 +53,7 @@ static bool sim_mem_info(void *ctx, int index, size_t *free_bytes, size_t *total
   return true;
 }
 
-static lt_stream_id sim_current_stream(void *ctx, int index) {
+static lt_stream_id raw_current_stream(void *ctx, int index) {
   (void)ctx;
   return current_stream[index];
 }
@@ -70,7 +69,7 @@ static bool sim_event_done(void *ctx, int index, void *event) {
   return true;
 }
 static void sim_event_nothing(void *ctx, int index, void *event) { (void)ctx, (void)index, (void)event; }
-static void sim_synchronize(void *ctx, int index) { (void)ctx, (void)index; }
+static void raw_synchronize(void *ctx, int index) { (void)ctx, (void)index; }
 
 static void *host_alloc(void *ctx, int index, size_t nbytes) {
   (void)ctx, (void)index;
@@ -87,25 +86,23 @@ static void start_slot(void) {
   raw.alloc = sim_alloc;
   raw.free = sim_free;
   raw.mem_info = sim_mem_info;
-  raw.current_stream = sim_current_stream;
+  raw.current_stream = raw_current_stream;
   raw.record_event = sim_record_event;
   raw.event_done = sim_event_done;
   raw.event_wait = sim_event_nothing;
   raw.event_free = sim_event_nothing;
-  raw.synchronize = sim_synchronize;
+  raw.synchronize = raw_synchronize;
   lt_alloc_set_backend(LT_DEVICE_CUDA, &raw);
   lt_raw_allocator pinned = {0};
   pinned.alloc = host_alloc;
   pinned.free = host_free;
   lt_alloc_set_pinned_backend(&pinned);
-  lt_backend_register(LT_DEVICE_CUDA, &lt_cpu_backend);
-  lt_nn_backend_register(LT_DEVICE_CUDA, &lt_cpu_nn_backend);
-  lt_optim_backend_register(LT_DEVICE_CUDA, &lt_cpu_optim_backend);
+  /* The CPU's kernels serve the simulated device: its memory is host memory. */
+  static const lt_device_kernels kernels = {&lt_cpu_backend, &lt_cpu_nn_backend, &lt_cpu_optim_backend};
+  lt_device_kernels_register(LT_DEVICE_CUDA, &kernels);
 }
 
-bool lt_cuda_compiled(void) { return true; }
-
-int lt_cuda_device_count(void) {
+static int sim_device_count(void) {
   if (device_count < 0) {
     const char *env = getenv("LT_SIM_CUDA_DEVICES");
     int n = env ? atoi(env) : 2;
@@ -115,8 +112,7 @@ int lt_cuda_device_count(void) {
   return device_count;
 }
 
-bool lt_cuda_is_available(void) { return lt_cuda_device_count() > 0; }
-int lt_cuda_current_device(void) { return current_device; }
+static int sim_current_device(void) { return current_device; }
 
 static lt_status check_device(const char *fn, int index) {
   const int n = lt_cuda_device_count();
@@ -126,14 +122,14 @@ static lt_status check_device(const char *fn, int index) {
   return LT_OK;
 }
 
-lt_status lt_cuda_set_device(int index) {
+static lt_status sim_set_device(int index) {
   LT_TRY(check_device("set_device", index));
   current_device = index;
   return LT_OK;
 }
 
-lt_status lt_cuda_synchronize(void) { return LT_OK; }
-const char *lt_cuda_last_alloc_error(void) { return NULL; }
+static lt_status sim_synchronize(void) { return LT_OK; }
+static const char *sim_last_alloc_error(void) { return NULL; }
 
 /* ---- streams: ids 1..SIM_STREAMS per device, 0 the default ---- */
 
@@ -144,33 +140,33 @@ static lt_status check_stream(const char *fn, int device, lt_cuda_stream stream)
   return LT_OK;
 }
 
-lt_status lt_cuda_stream_new(int device, lt_cuda_stream *out) {
+static lt_status sim_stream_new(int device, lt_cuda_stream *out) {
   *out = 0;
   LT_TRY(check_device("stream_new", device));
   *out = 1 + next_stream[device]++ % SIM_STREAMS;
   return LT_OK;
 }
 
-lt_cuda_stream lt_cuda_current_stream(int device) {
+static lt_cuda_stream sim_current_stream(int device) {
   return device >= 0 && device < lt_cuda_device_count() ? current_stream[device] : 0;
 }
 
-lt_status lt_cuda_set_stream(int device, lt_cuda_stream stream) {
+static lt_status sim_set_stream(int device, lt_cuda_stream stream) {
   LT_TRY(check_stream("set_stream", device, stream));
   current_stream[device] = stream;
   return LT_OK;
 }
 
-lt_status lt_cuda_stream_synchronize(int device, lt_cuda_stream stream) {
+static lt_status sim_stream_synchronize(int device, lt_cuda_stream stream) {
   return check_stream("stream_synchronize", device, stream);
 }
 
-lt_status lt_cuda_stream_query(int device, lt_cuda_stream stream, bool *done) {
+static lt_status sim_stream_query(int device, lt_cuda_stream stream, bool *done) {
   *done = true;
   return check_stream("stream_query", device, stream);
 }
 
-lt_status lt_cuda_stream_wait_stream(int device, lt_cuda_stream waiter, lt_cuda_stream other) {
+static lt_status sim_stream_wait_stream(int device, lt_cuda_stream waiter, lt_cuda_stream other) {
   LT_TRY(check_stream("stream_wait_stream", device, waiter));
   return check_stream("stream_wait_stream", device, other);
 }
@@ -189,7 +185,7 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-lt_status lt_cuda_event_new(int device, bool enable_timing, lt_cuda_event **out) {
+static lt_status sim_event_new(int device, bool enable_timing, lt_cuda_event **out) {
   *out = NULL;
   LT_TRY(check_device("event_new", device));
   lt_cuda_event *e = calloc(1, sizeof *e);
@@ -200,28 +196,28 @@ lt_status lt_cuda_event_new(int device, bool enable_timing, lt_cuda_event **out)
   return LT_OK;
 }
 
-void lt_cuda_event_free(lt_cuda_event *event) { free(event); }
-int lt_cuda_event_device(const lt_cuda_event *event) { return event ? event->device : -1; }
+static void sim_event_free(lt_cuda_event *event) { free(event); }
+static int sim_event_device(const lt_cuda_event *event) { return event ? event->device : -1; }
 
-lt_status lt_cuda_event_record(lt_cuda_event *event, lt_cuda_stream stream) {
+static lt_status sim_event_record(lt_cuda_event *event, lt_cuda_stream stream) {
   LT_TRY(check_stream("event_record", event->device, stream));
   event->recorded = true;
   event->ms = now_ms();
   return LT_OK;
 }
 
-lt_status lt_cuda_event_synchronize(lt_cuda_event *event) {
+static lt_status sim_event_synchronize(lt_cuda_event *event) {
   (void)event;
   return LT_OK;
 }
 
-lt_status lt_cuda_event_query(lt_cuda_event *event, bool *done) {
+static lt_status sim_event_query(lt_cuda_event *event, bool *done) {
   (void)event;
   *done = true;
   return LT_OK;
 }
 
-lt_status lt_cuda_event_elapsed_ms(lt_cuda_event *start, lt_cuda_event *end, double *ms) {
+static lt_status sim_event_elapsed_ms(lt_cuda_event *start, lt_cuda_event *end, double *ms) {
   *ms = 0.0;
   if (!start->timing || !end->timing)
     return lt_error(LT_ERR_ARG, "cuda.elapsed_time: both events need enable_timing=true");
@@ -231,7 +227,17 @@ lt_status lt_cuda_event_elapsed_ms(lt_cuda_event *start, lt_cuda_event *end, dou
   return LT_OK;
 }
 
-lt_status lt_cuda_stream_wait_event(int device, lt_cuda_stream stream, lt_cuda_event *event) {
+static lt_status sim_stream_wait_event(int device, lt_cuda_stream stream, lt_cuda_event *event) {
   (void)event;
   return check_stream("stream_wait_event", device, stream);
 }
+
+static const lt_cuda_hooks sim_hooks = {
+    "simulated", true, sim_device_count, sim_current_device, sim_set_device, sim_synchronize,
+    sim_last_alloc_error, sim_stream_new, sim_current_stream, sim_set_stream,
+    sim_stream_synchronize, sim_stream_query, sim_stream_wait_stream, sim_event_new,
+    sim_event_free, sim_event_device, sim_event_record, sim_event_synchronize,
+    sim_event_query, sim_event_elapsed_ms, sim_stream_wait_event,
+};
+
+__attribute__((constructor)) static void install_sim_hooks(void) { lt_cuda_set_hooks(&sim_hooks); }

@@ -64,7 +64,14 @@ typedef struct lt_storage {
   bool meta;
 } lt_storage;
 
-struct lt_autograd_meta; /* engine/autograd: grad_fn, hooks (NULL if none) */
+/* A tensor's autograd metadata (engine/autograd: grad_fn, views; NULL if
+ * none). Its struct begins with this header, whose free releases the metadata
+ * and the graph behind it: core, below autograd, frees a tensor's history
+ * through it without knowing autograd. */
+struct lt_autograd_meta;
+typedef struct lt_autograd_meta_header {
+  size_t (*free)(struct lt_autograd_meta *meta);
+} lt_autograd_meta_header;
 
 typedef struct lt_tensor {
   int64_t refcount;
