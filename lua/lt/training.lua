@@ -1,11 +1,11 @@
 -- What the training recipes share: evaluation and resumable checkpoints.
 --
 -- A checkpoint is one safetensors file (lt.save): the model's state_dict under
--- "model.<name>", the optimizer's state tensors under "optim.<index>.<buffer>",
--- and in the metadata the epoch, lt's RNG state and the optimizer's (and
--- scheduler's and GradScaler's) scalar state, serialised as Lua table
--- constructors. Loading it
--- restores all of these, so a resumed run continues exactly as an
+-- "model.<name>" (PyTorch's names: container children from 0), the
+-- optimizer's state tensors under "optim.<index>.<buffer>", and in the
+-- metadata the epoch, lt's RNG state and the optimizer's (and scheduler's
+-- and GradScaler's) scalar state, serialised as Lua table constructors.
+-- Loading it restores all of these, so a resumed run continues exactly as an
 -- uninterrupted one would.
 
 local core = require "lt.core"

@@ -63,11 +63,12 @@ end)
 describe("registration", function()
   it("keeps the order of parameters, buffers and children", function()
     local b = Block(4)
-    assert.same({ "scale", "fc.weight", "fc.bias", "features.1.weight", "features.1.bias", "features.3.weight",
-      "features.3.bias" }, names_of(b:named_parameters()))
+    -- container children are named from 0, as PyTorch names them
+    assert.same({ "scale", "fc.weight", "fc.bias", "features.0.weight", "features.0.bias", "features.2.weight",
+      "features.2.bias" }, names_of(b:named_parameters()))
     assert.same({ "count" }, names_of(b:named_buffers()))
     assert.same({ "fc", "features" }, names_of(b:named_children()))
-    assert.same({ "", "fc", "features", "features.1", "features.2", "features.3" }, names_of(b:named_modules()))
+    assert.same({ "", "fc", "features", "features.0", "features.1", "features.2" }, names_of(b:named_modules()))
     assert.equal(2, #b:children())
     assert.equal(6, #b:modules())
     assert.equal(b.fc, b:children()[1])
@@ -77,12 +78,12 @@ describe("registration", function()
     local m = mlp()
     local got = {}
     for name, p in m:named_parameters() do got[#got + 1] = name .. ":" .. table.concat(p.shape, "x") end
-    assert.same({ "1.weight:256x784", "1.bias:256", "3.weight:128x256", "3.bias:128", "5.weight:10x128",
-      "5.bias:10" }, got)
+    assert.same({ "0.weight:256x784", "0.bias:256", "2.weight:128x256", "2.bias:128", "4.weight:10x128",
+      "4.bias:10" }, got)
     -- a shared (tied) weight is listed once
     local tied = nn.Sequential(m[1], m[1])
     assert.equal(2, #tied:parameters())
-    assert.same({ "1.weight", "1.bias" }, names_of(tied:named_parameters()))
+    assert.same({ "0.weight", "0.bias" }, names_of(tied:named_parameters()))
   end)
 
   it("plain tensors are attributes, Parameters are parameters; reassignment keeps the slot", function()
@@ -140,13 +141,20 @@ describe("registration", function()
     h.fails(function() m.stats = 5 end, "cannot assign a number as buffer 'stats'")
   end)
 
-  it("Sequential indexes, counts and appends from 1", function()
+  it("Sequential indexes, counts and appends from 1; names its children from 0", function()
     local s = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
     assert.equal(2, #s)
     assert.equal("ReLU()", tostring(s[2]))
+    assert.is_nil(s[0])
+    -- a child's PyTorch name reaches it too, as getattr(seq, "0") does
+    assert.equal(s[1], s["0"])
     s:append(nn.Linear(3, 1))
     assert.equal(3, #s)
-    assert.same({ "1.weight", "1.bias", "3.weight", "3.bias" }, names_of(s:named_parameters()))
+    assert.same({ "0.weight", "0.bias", "2.weight", "2.bias" }, names_of(s:named_parameters()))
+    assert.same({ "0", "1", "2" }, names_of(s:named_children()))
+    s[2] = nn.Tanh()
+    assert.same({ "0", "1", "2" }, names_of(s:named_children()))
+    assert.equal("Tanh()", tostring(s["1"]))
     local count = 0
     for _ in ipairs(s) do count = count + 1 end
     assert.equal(3, count)
@@ -178,7 +186,7 @@ describe("registration", function()
     s:append(nn.Tanh())
     local names = {}
     for name in s:named_children() do names[#names + 1] = name end
-    assert.same({ "1", "3", "4" }, names)
+    assert.same({ "0", "2", "3" }, names)
     assert.equal(3, #s)
     assert.equal("Linear(in_features=3, out_features=4, bias=true)", tostring(s[3]))
     assert.same({ 5, 4 }, s(lt.randn(5, 2)).shape)
@@ -238,7 +246,7 @@ describe("conversion", function()
     assert.equal("float64", m[1].bias.dtype)
     m:to({ dtype = "float32", device = "cpu" })
     assert.equal("float32", m[2].bias.dtype)
-    assert.same({ "1.weight", "1.bias", "2.weight", "2.bias" }, names_of(m:named_parameters()))
+    assert.same({ "0.weight", "0.bias", "1.weight", "1.bias" }, names_of(m:named_parameters()))
     h.fails(function() m:to("int64") end, "modules convert only to floating dtypes")
   end)
 
@@ -278,8 +286,8 @@ end)
 describe("state_dict and load_state_dict", function()
   it("names parameters and persistent buffers with dotted names", function()
     local m = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4, 2))
-    assert.same({ "1.bias", "1.weight", "2.bias", "2.num_batches_tracked", "2.running_mean", "2.running_var",
-      "2.weight", "5.bias", "5.weight" }, h.sorted_keys(m:state_dict()))
+    assert.same({ "0.bias", "0.weight", "1.bias", "1.num_batches_tracked", "1.running_mean", "1.running_var",
+      "1.weight", "4.bias", "4.weight" }, h.sorted_keys(m:state_dict()))
   end)
 
   it("state_dict tensors are detached and share storage", function()
@@ -316,12 +324,13 @@ describe("state_dict and load_state_dict", function()
 
   it("non-strict loads what matches and reports the rest; shape mismatches still fail", function()
     local net = nn.Sequential(nn.Linear(2, 3))
-    local result = net:load_state_dict({ ["1.weight"] = lt.ones(3, 2), extra = lt.zeros(1) }, { strict = false })
-    assert.same({ "1.bias" }, result.missing_keys)
+    local result = net:load_state_dict({ ["0.weight"] = lt.ones(3, 2), extra = lt.zeros(1) },
+      { strict = false, quiet = true })
+    assert.same({ "0.bias" }, result.missing_keys)
     assert.same({ "extra" }, result.unexpected_keys)
     assert.equal(6, net[1].weight:sum():item())
-    h.fails(function() net:load_state_dict({ ["1.weight"] = lt.ones(2, 3) }, { strict = false }) end,
-      "shape mismatch for 1.weight: expected [3, 2], got [2, 3]")
+    h.fails(function() net:load_state_dict({ ["0.weight"] = lt.ones(2, 3) }, { strict = false }) end,
+      "shape mismatch for 0.weight: expected [3, 2], got [2, 3]")
   end)
 
   it("loads buffers too and converts dtypes", function()
@@ -341,15 +350,15 @@ end)
 describe("printing", function()
   it("prints the tree as PyTorch does", function()
     local s = nn.Sequential(nn.Linear(784, 256), nn.ReLU())
-    assert.equal("Sequential(\n  (1): Linear(in_features=784, out_features=256, bias=true)\n  (2): ReLU()\n)", tostring(s))
+    assert.equal("Sequential(\n  (0): Linear(in_features=784, out_features=256, bias=true)\n  (1): ReLU()\n)", tostring(s))
     local b = Block(2)
     assert.equal(table.concat({
       "Block(",
       "  (fc): Linear(in_features=2, out_features=2, bias=true)",
       "  (features): Sequential(",
-      "    (1): Linear(in_features=2, out_features=4, bias=true)",
-      "    (2): ReLU()",
-      "    (3): Linear(in_features=4, out_features=2, bias=true)",
+      "    (0): Linear(in_features=2, out_features=4, bias=true)",
+      "    (1): ReLU()",
+      "    (2): Linear(in_features=4, out_features=2, bias=true)",
       "  )",
       ")",
     }, "\n"), tostring(b))

@@ -25,9 +25,9 @@ describe("lt.pp.format", function()
 
   it("cuts a long module's text and goes one entry per line past the width", function()
     local m = lt.nn.Sequential(lt.nn.Linear(4, 3), lt.nn.ReLU())
-    assert.equal("{<Sequential( (1): Linear(in_features=4, out_features=3, bi...>, <ReLU()>}",
+    assert.equal("{<Sequential( (0): Linear(in_features=4, out_features=3, bi...>, <ReLU()>}",
       format({ m, lt.nn.ReLU() }))
-    assert.equal("{\n  <Sequential( (1): Linear(in_features=4, out_features=3, bi...>,\n  <ReLU()>,\n  <ReLU()>\n}",
+    assert.equal("{\n  <Sequential( (0): Linear(in_features=4, out_features=3, bi...>,\n  <ReLU()>,\n  <ReLU()>\n}",
       format({ m, lt.nn.ReLU(), lt.nn.ReLU() }))
   end)
 

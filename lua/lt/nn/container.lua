@@ -1,7 +1,8 @@
--- Containers: nn.Sequential(m1, m2, ...) chains its children (named "1",
--- "2", ... as PyTorch numbers them, but from 1); nn.ModuleList({...}) holds
--- modules for a custom forward. Both index from 1 (seq[1]), have a length
--- (#seq), append, and iterate with ipairs.
+-- Containers: nn.Sequential(m1, m2, ...) chains its children; nn.ModuleList({...})
+-- holds modules for a custom forward. Both index from 1 (seq[1]), have a
+-- length (#seq), append, and iterate with ipairs; their children are named
+-- from 0 as in PyTorch ("0", "1", ...), so seq[1]'s weight is "0.weight" in
+-- state_dict and files: checkpoints interchange with PyTorch as they are.
 local Module = require "lt.nn.module"
 local raise = require "lt.user_error"
 
@@ -35,9 +36,10 @@ end
 
 -- The next child's name: one past the largest number in use, so that a
 -- child removed earlier (s[2] = nil) does not make the new one replace the
--- last (PyTorch keeps every child too).
+-- last (PyTorch keeps every child too). Names count from 0: an empty
+-- container's first child is "0".
 local function next_name(self)
-  local largest = 0
+  local largest = -1
   for _, name in ipairs(self._modules.names) do
     local i = math.tointeger(tonumber(name))
     if i and i > largest and self._modules.values[name] ~= nil then largest = i end
@@ -54,10 +56,12 @@ local function append(self, m)
 end
 
 local Sequential = Module:extend("Sequential")
+-- seq[k] is the child named k-1 (see key_name in module.lua).
+Sequential._children_from_zero = true
 
 function Sequential:init(...)
   local list, n = module_list("Sequential", ...)
-  for i = 1, n do self:add_module(tostring(i), list[i]) end
+  for i = 1, n do self:add_module(tostring(i - 1), list[i]) end
 end
 
 -- An intermediate result that a layer keeping no handles made here is
@@ -86,10 +90,11 @@ Sequential.length = count
 Sequential.append = append
 
 local ModuleList = Module:extend("ModuleList")
+ModuleList._children_from_zero = true
 
 function ModuleList:init(...)
   local list, n = module_list("ModuleList", ...)
-  for i = 1, n do self:add_module(tostring(i), list[i]) end
+  for i = 1, n do self:add_module(tostring(i - 1), list[i]) end
 end
 
 function ModuleList:forward()

@@ -11,11 +11,19 @@
 -- tables (_parameters, _buffers, _modules) rather than in the instance, so
 -- that every assignment reaches __newindex and reads find them through
 -- __index. Other values are plain fields of the instance.
+--
+-- Names (named_parameters, state_dict, files) are PyTorch's exactly, a
+-- container's children numbered from 0 ("0.weight", "layers.0.fc.bias")
+-- while Lua indexing stays 1-based (seq[1] holds "0.*"), so checkpoints
+-- interchange with PyTorch and Hugging Face without renaming, and
+-- load_state_dict(sd, {strict=false}) returns {missing_keys=, unexpected_keys=}
+-- and names them on stderr unless {quiet=true}.
 local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
 local methods = require "lt.methods"
 local not_applied = require "lt.not_applied"
+local options = require "lt.nn.options"
 
 local is_tensor = core.is_tensor
 local set_category = core.memory.set_category
@@ -84,9 +92,14 @@ local function class_name(m)
   return getmetatable(m).__name
 end
 
--- Slot names are strings; integer keys (seq[1]) name the same slots.
-local function key_name(k)
-  if math.type(k) == "integer" then return tostring(k) end
+-- Slot names are strings; integer keys name the same slots. A container
+-- (its class sets _children_from_zero) holds its k-th child under PyTorch's
+-- name k-1, so that seq[1] is the child named "0" and state_dict names match
+-- PyTorch checkpoints; any other module's m[1] is simply the slot "1".
+local function key_name(cls, k)
+  if math.type(k) == "integer" then
+    return tostring(cls._children_from_zero and k - 1 or k)
+  end
   return k
 end
 
@@ -99,7 +112,7 @@ local function check_slot_name(self, name)
 end
 
 local function assign(self, k, v)
-  local name = key_name(k)
+  local name = key_name(getmetatable(self).__class, k)
   local params, buffers, modules = self._parameters, self._buffers, self._modules
   if is_tensor(v) and is_parameter(v) then
     check_slot_name(self, name)
@@ -137,7 +150,7 @@ end
 local function instance_metatable(cls, name)
   local mt = { __lt_module = true, __name = name, __class = cls }
   mt.__index = function(self, k)
-    local name_k = key_name(k)
+    local name_k = key_name(cls, k)
     local v = self._parameters.values[name_k]
     if v ~= nil then return v end
     v = self._buffers.values[name_k]
@@ -260,7 +273,7 @@ function Module:add_module(name, m)
   if m ~= nil and not is_module(m) then
     raise(string.format("add_module: expected a module or nil for '%s', got %s", tostring(name), type(m)))
   end
-  name = key_name(name)
+  name = key_name(getmetatable(self).__class, name)
   check_slot_name(self, name)
   slot_remove(self._parameters, name)
   slot_remove(self._buffers, name)
@@ -534,13 +547,50 @@ end
 
 local shape_text, same_shape = shapes.text, shapes.equal
 
--- Copies sd's tensors into the parameters and buffers in place. Every
--- problem is gathered into one error before anything is copied: missing and
--- unexpected keys (with strict, the default) and shape mismatches (always).
--- Returns {missing_keys=, unexpected_keys=}.
+-- A key list for a message: the first few, then how many more, so that a
+-- model with hundreds of mismatched keys still gets a readable line.
+local SHOWN_KEYS = 8
+local function key_list(keys)
+  if #keys <= SHOWN_KEYS then return table.concat(keys, ", ") end
+  return table.concat(keys, ", ", 1, SHOWN_KEYS) .. string.format(", ... (%d more)", #keys - SHOWN_KEYS)
+end
+
+-- name with every numeric component one higher: "layer.0.fc.weight" ->
+-- "layer.1.fc.weight".
+local function shifted_up(name)
+  return (("." .. name .. "."):gsub("%.(%d+)%f[.]", function(n) return "." .. (tonumber(n) + 1) end)
+    :sub(2, -2))
+end
+
+-- A hint when the keys are one position off: every missing key appears
+-- among the unexpected ones with its numbers one higher, as in a file
+-- written by lt before its names numbered container children from 0.
+local function off_by_one_hint(missing, unexpected)
+  if #missing == 0 or #unexpected == 0 then return nil end
+  local offered = {}
+  for _, name in ipairs(unexpected) do offered[name] = true end
+  for _, name in ipairs(missing) do
+    local up = shifted_up(name)
+    if up == name or not offered[up] then return nil end
+  end
+  return "the keys are one position off: the file numbers container children from 1, as lt did "
+    .. "before it took PyTorch's names (from 0); renumber its keys n -> n-1"
+end
+
+local LOAD_DEFAULTS = { strict = true, quiet = false }
+
+-- Copies sd's tensors into the parameters and buffers in place, by
+-- PyTorch's names (so a PyTorch or Hugging Face checkpoint loads as it is).
+-- Every problem is gathered into one error before anything is copied:
+-- missing and unexpected keys (with strict, the default) and shape
+-- mismatches (always), so a failed load leaves the module as it was.
+-- Returns {missing_keys=, unexpected_keys=}; with {strict=false} these are
+-- also printed on stderr in one line, unless {quiet=true}: a non-strict load
+-- that matched nothing would otherwise go unnoticed.
 function Module:load_state_dict(sd, opts)
   if type(sd) ~= "table" then raise("load_state_dict: expected a table of tensors, got " .. type(sd)) end
-  local strict = not (type(opts) == "table" and opts.strict == false)
+  opts = options.read("load_state_dict", opts, LOAD_DEFAULTS)
+  local strict = opts.strict
   local own = collect_tensors(self, "_parameters", true, false)
   for _, pair in ipairs(collect_tensors(self, "_buffers", true, false, true)) do own[#own + 1] = pair end
   local known, missing, unexpected, problems = {}, {}, {}, {}
@@ -561,10 +611,12 @@ function Module:load_state_dict(sd, opts)
     if not known[name] then unexpected[#unexpected + 1] = tostring(name) end
   end
   table.sort(unexpected)
+  local hint = off_by_one_hint(missing, unexpected)
   local parts = {}
   if strict and #missing > 0 then parts[#parts + 1] = "missing keys: " .. table.concat(missing, ", ") end
   if strict and #unexpected > 0 then parts[#parts + 1] = "unexpected keys: " .. table.concat(unexpected, ", ") end
   for _, p in ipairs(problems) do parts[#parts + 1] = p end
+  if strict and hint and #parts > 0 then parts[#parts + 1] = hint end
   if #parts > 0 then raise("load_state_dict: " .. table.concat(parts, "; ")) end
   -- A value of another dtype or device is converted before the first copy,
   -- so that what can fail (allocating the converted copies) fails with the
@@ -591,6 +643,13 @@ function Module:load_state_dict(sd, opts)
     -- detach: an in-place write into a leaf that requires grad must not be
     -- recorded (PyTorch copies under no_grad).
     if sources[i] ~= nil then pair[2]:detach():copy_(sources[i]) end
+  end
+  if not strict and not opts.quiet and (#missing > 0 or #unexpected > 0) then
+    local said = {}
+    if #missing > 0 then said[#said + 1] = #missing .. " missing (" .. key_list(missing) .. ")" end
+    if #unexpected > 0 then said[#said + 1] = #unexpected .. " unexpected (" .. key_list(unexpected) .. ")" end
+    if hint then said[#said + 1] = hint end
+    io.stderr:write("lt: load_state_dict(strict=false): keys ", table.concat(said, "; "), "\n")
   end
   return { missing_keys = missing, unexpected_keys = unexpected }
 end
