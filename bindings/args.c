@@ -258,6 +258,17 @@ static bool read_flag(lua_State *L, int idx, const char *op, const char *key) {
   return lua_toboolean(L, idx);
 }
 
+static void unknown_option(lua_State *L, const char *op, const char *key, unsigned allowed) {
+  static const struct { unsigned bit; const char *name; } all[] = {
+      {LTB_OPT_DTYPE, "dtype"}, {LTB_OPT_DEVICE, "device"}, {LTB_OPT_REQUIRES_GRAD, "requires_grad"},
+      {LTB_OPT_COPY, "copy"}, {LTB_OPT_NON_BLOCKING, "non_blocking"}};
+  const char *names[sizeof all / sizeof all[0]];
+  int n = 0;
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (allowed & all[i].bit) names[n++] = all[i].name;
+  ltb_unknown_option(L, op, key, names, n);
+}
+
 void ltb_read_options(lua_State *L, int idx, const char *op, unsigned allowed, ltb_options *o) {
   memset(o, 0, sizeof *o);
   o->device = lt_cpu();
@@ -275,7 +286,7 @@ void ltb_read_options(lua_State *L, int idx, const char *op, unsigned allowed, l
     else if (key && strcmp(key, "copy") == 0) which = LTB_OPT_COPY;
     else if (key && strcmp(key, "non_blocking") == 0) which = LTB_OPT_NON_BLOCKING;
     if (!(which & allowed)) {
-      if (key) ltb_error(L, "%s: unknown option '%s'", op, key);
+      if (key) unknown_option(L, op, key, allowed);
       ltb_error(L, "%s: unexpected %s key in the options table", op, luaL_typename(L, -2));
     }
     switch (which) {

@@ -88,4 +88,16 @@ void ltb_register_guard(lua_State *L, const char *name, lua_CFunction close,
 /* Raises "<op>: only floating point tensors can require gradients, got int64". */
 void ltb_check_grad_dtype(lua_State *L, lt_dtype dt, const char *op);
 
+/* Did you mean (bindings/closest.c): the string key of the tables at t1 and
+ * t2 (0: none) closest to name, or NULL when none is close; valid while the
+ * tables hold it. ltb_open_closest adds lt.core._closest(name, names). */
+size_t ltb_edit_distance(const char *a, const char *b);
+const char *ltb_closest_key(lua_State *L, int t1, int t2, const char *name);
+/* The closest of the first n of names (a NULL ends them sooner), or NULL. */
+const char *ltb_closest_name(const char *name, const char *const *names, int n);
+/* Raises "op: unknown option 'key' (did you mean 'x'?)", or, when no name is
+ * close, "(expected one of a, b, c)": the one wording of an unknown option. */
+void ltb_unknown_option(lua_State *L, const char *op, const char *key, const char *const *names, int n);
+void ltb_open_closest(lua_State *L, int core_idx);
+
 #endif

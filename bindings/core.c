@@ -248,6 +248,7 @@ int luaopen_lt_core(lua_State *L) {
   ltb_open_slicing(L, core);
   ltb_open_optim(L, core);
   ltb_open_system(L, core);
+  ltb_open_closest(L, core);
   luaL_newlib(L, cuda_functions);
   lua_getfield(L, core, "Tensor"); /* streams add t:record_stream */
   ltb_open_cuda_stream(L, -1, -2);

@@ -1,4 +1,5 @@
 /* Options tables of the functional nn ops (see nn_options.h). */
+#include <limits.h>
 #include <string.h>
 
 #include "args.h"
@@ -16,18 +17,7 @@ int ltb_nn_options(lua_State *L, int idx, const char *op, const char *const *kno
     const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     bool found = false;
     for (int k = 0; key && known[k] && !found; k++) found = strcmp(key, known[k]) == 0;
-    if (!found) {
-      const char *text = key ? key : luaL_tolstring(L, -1, NULL);
-      luaL_Buffer b;
-      luaL_buffinit(L, &b);
-      for (int k = 0; known[k]; k++) {
-        if (k > 0) luaL_addstring(&b, ", ");
-        luaL_addstring(&b, known[k]);
-      }
-      luaL_pushresult(&b);
-      ltb_error(L, "%s: unknown option '%s' (expected one of %s)", op, text,
-                 lua_tostring(L, -1));
-    }
+    if (!found) ltb_unknown_option(L, op, key ? key : luaL_tolstring(L, -1, NULL), known, INT_MAX);
   }
   return idx;
 }

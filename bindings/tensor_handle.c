@@ -378,6 +378,17 @@ void ltb_open_slicing(lua_State *L, int core_idx) {
   lua_setfield(L, core_idx, "_set_slicing");
 }
 
+/* t.name for a name that is neither a method nor a field: an error, as
+ * PyTorch's AttributeError, naming the closest method or field (t:splt(2)
+ * would otherwise say only "attempt to call a nil value (method 'splt')"). */
+static int unknown_member(lua_State *L) {
+  const char *name = lua_tostring(L, 2);
+  const char *near = ltb_closest_key(L, lua_upvalueindex(1), lua_upvalueindex(2), name);
+  if (near)
+    return ltb_error(L, "tensor has no method or field '%s' (did you mean '%s'?)", name, near);
+  return ltb_error(L, "tensor has no method or field '%s' (the methods are the keys of lt.Tensor)", name);
+}
+
 static int tensor_index(lua_State *L) {
   int kt = lua_type(L, 2);
   if (kt == LUA_TSTRING) {
@@ -385,7 +396,7 @@ static int tensor_index(lua_State *L) {
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
     lua_pushvalue(L, 2);
     lua_Integer f = lua_rawget(L, lua_upvalueindex(2)) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
-    if (f == 0) return 0; /* unknown names read as nil, as in a table */
+    if (f == 0) return unknown_member(L);
     /* Fields are metadata: readable on a tensor kept past an estimate. */
     ltb_handle *h = ltb_test_handle(L, 1);
     if (h->tensor == NULL) freed_error(L, 1, "index");

@@ -4,6 +4,7 @@
 -- and lt.finfo / lt.iinfo (PyTorch's figures of each dtype).
 local core = require "lt.core"
 local raise = require "lt.user_error"
+local options_reader = require "lt.nn.options"
 
 local Tensor = core.Tensor
 local is_tensor = core.is_tensor
@@ -50,9 +51,7 @@ local function with_bounds(name, clamp)
   return function(t, lo, hi, ...)
     if type(lo) == "table" and not is_tensor(lo) and hi == nil then
       for key in pairs(lo) do
-        if key ~= "min" and key ~= "max" then
-          raise(("%s: unknown option '%s' (expected min and max)"):format(name, tostring(key)))
-        end
+        if key ~= "min" and key ~= "max" then options_reader.unknown(name, key, { min = true, max = true }) end
       end
       return clamp(t, lo.min, lo.max)
     end

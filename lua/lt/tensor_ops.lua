@@ -5,6 +5,7 @@
 -- F.cosine_similarity on them. PyTorch's semantics with 1-based dims.
 local core = require "lt.core"
 local raise = require "lt.user_error"
+local options_reader = require "lt.nn.options"
 local autograd = require "lt.autograd"
 local F_pad = core._pad -- F.pad
 
@@ -138,7 +139,7 @@ function Tensor.baddbmm(input, b1, b2, opts)
   if opts ~= nil then
     if type(opts) ~= "table" then raise(("baddbmm: expected an options table, got %s"):format(type(opts))) end
     for key, v in pairs(opts) do
-      if key ~= "beta" and key ~= "alpha" then raise(("baddbmm: unknown option '%s'"):format(tostring(key))) end
+      if key ~= "beta" and key ~= "alpha" then options_reader.unknown("baddbmm", key, { alpha = true, beta = true }) end
       if type(v) ~= "number" then raise(("baddbmm: %s must be a number, got %s"):format(key, type(v))) end
     end
     beta, alpha = opts.beta or 1, opts.alpha or 1

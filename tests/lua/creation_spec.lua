@@ -214,7 +214,14 @@ describe("tensor fields", function()
     h.fails_cleanly(function() lt.ones(2, { dtype = "int64" }).requires_grad = true end,
       "requires_grad: only floating point tensors can require gradients, got int64")
     h.fails_cleanly(function() t.foo = 1 end, "cannot set field 'foo' of a tensor")
-    assert.is_nil(t.foo)
+    -- Reading an unknown name is an error too (PyTorch's AttributeError), with the closest
+    -- method or field when one is near, so a misspelt method is not "attempt to call a nil value".
+    h.fails_cleanly(function() return t.foo end,
+      "tensor has no method or field 'foo' (the methods are the keys of lt.Tensor)")
+    h.fails_cleanly(function() return t:splt(1) end, "tensor has no method or field 'splt' (did you mean 'split'?)")
+    h.fails_cleanly(function() return t:sqtr() end, "tensor has no method or field 'sqtr' (did you mean 'sqrt'?)")
+    h.fails_cleanly(function() return t.shpae end, "tensor has no method or field 'shpae' (did you mean 'shape'?)")
+    h.fails_cleanly(function() return t:reqiures_grad_() end, "(did you mean 'requires_grad_'?)")
   end)
 
   it("tostring prints as PyTorch does", function()

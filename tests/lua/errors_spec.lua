@@ -249,4 +249,23 @@ describe("bad input accepted silently before", function()
     assert.equal(size, io.open(f, "rb"):seek("end")) -- f untouched
     os.remove(f)
   end)
+
+  it("an unknown option has one wording, naming the closest known option or listing them", function()
+    local t = lt.ones(2, 2)
+    local model = lt.nn.Linear(2, 2)
+    h.fails_cleanly(function() return lt.zeros(2, { dtpye = "float64" }) end,
+      "zeros: unknown option 'dtpye' (did you mean 'dtype'?)")
+    h.fails_cleanly(function() return lt.zeros(2, { foo = 1 }) end,
+      "zeros: unknown option 'foo' (expected one of dtype, device, requires_grad)")
+    h.fails_cleanly(function() return lt.nn.Linear(2, 2, { bais = false }) end,
+      "Linear: unknown option 'bais' (did you mean 'bias'?)")
+    h.fails_cleanly(function() return lt.nn.functional.conv2d(lt.ones(1, 1, 3, 3), lt.ones(1, 1, 1, 1), nil, { strid = 1 }) end,
+      "conv2d: unknown option 'strid' (did you mean 'stride'?)")
+    h.fails_cleanly(function() return lt.optim.Adam(model:parameters(), { lrr = 0.1 }) end,
+      "Adam: unknown option 'lrr' (did you mean 'lr'?)")
+    h.fails_cleanly(function() return t:clamp({ mni = 0 }) end, "clamp: unknown option 'mni' (did you mean 'min'?)")
+    h.fails_cleanly(function() return lt.nn.functional.cross_entropy(t, lt.tensor({ 1, 2 }), { reduciton = "sum" }) end,
+      "cross_entropy: unknown option 'reduciton' (did you mean 'reduction'?)")
+    h.fails_cleanly(function() return model:to({ dtyp = "float64" }) end, "to: unknown option 'dtyp' (did you mean 'dtype'?)")
+  end)
 end)

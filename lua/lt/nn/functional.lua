@@ -72,10 +72,7 @@ local function soft_ce_options(opts)
   if opts == nil then return "mean", -100, 0, nil end
   if type(opts) ~= "table" then raise("cross_entropy: expected an options table, got " .. type(opts)) end
   for k in pairs(opts) do
-    if CE_DEFAULTS[k] == nil and k ~= "weight" then
-      raise(string.format("cross_entropy: unknown option '%s' (expected one of reduction, ignore_index, label_smoothing, weight)",
-        tostring(k)))
-    end
+    if CE_DEFAULTS[k] == nil and k ~= "weight" then options.unknown("cross_entropy", k, CE_DEFAULTS, { weight = true }) end
   end
   local reduction = opts.reduction or "mean"
   if not REDUCTIONS[reduction] then

@@ -4,6 +4,7 @@
 -- that name is the lt.nn package itself.)
 local core = require "lt.core"
 local raise = require "lt.user_error"
+local options_reader = require "lt.nn.options"
 
 local init = {}
 
@@ -90,7 +91,7 @@ local function kaiming_std(fn, t, opts)
   opts = opts or {}
   for k in pairs(opts) do
     if k ~= "a" and k ~= "mode" and k ~= "nonlinearity" then
-      raise(string.format("%s: unknown option '%s'", fn, tostring(k)))
+      options_reader.unknown(fn, k, { a = true, mode = true, nonlinearity = true })
     end
   end
   local mode = opts.mode or "fan_in"

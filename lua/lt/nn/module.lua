@@ -432,7 +432,7 @@ local function parse_to_args(a, b)
       dtype, device = v.dtype, v.device
     elseif type(v) == "table" then
       for k in pairs(v) do
-        if k ~= "dtype" and k ~= "device" then raise("to: unknown option '" .. tostring(k) .. "'") end
+        if k ~= "dtype" and k ~= "device" then options.unknown("to", k, { dtype = true, device = true }) end
       end
       dtype, device = v.dtype or dtype, v.device or device
     elseif type(v) == "string" then

@@ -5,6 +5,22 @@ local raise = require "lt.user_error"
 
 local options = {}
 
+-- Raises "name: unknown option 'k' (did you mean 'x'?)" with the closest
+-- key of the tables of known names (sets or tables keyed by name), or the
+-- list of them when none is close: the one wording, as the C readers'.
+function options.unknown(name, k, ...)
+  local known = {}
+  for i = 1, select("#", ...) do
+    for key in pairs(select(i, ...) or {}) do
+      if type(key) == "string" then known[#known + 1] = key end
+    end
+  end
+  table.sort(known)
+  local near = type(k) == "string" and core._closest(k, known)
+  if near then raise(string.format("%s: unknown option '%s' (did you mean '%s'?)", name, k, near)) end
+  raise(string.format("%s: unknown option '%s' (expected one of %s)", name, tostring(k), table.concat(known, ", ")))
+end
+
 -- Returns a new table: defaults overridden by opts. Errors name the module.
 -- Keys in `allowed` (a set) are accepted without a default (dtype, device).
 function options.read(name, opts, defaults, allowed)
@@ -15,9 +31,7 @@ function options.read(name, opts, defaults, allowed)
     raise(string.format("%s: expected an options table, got %s", name, type(opts)))
   end
   for k, v in pairs(opts) do
-    if defaults[k] == nil and not (allowed and allowed[k]) then
-      raise(string.format("%s: unknown option '%s'", name, tostring(k)))
-    end
+    if defaults[k] == nil and not (allowed and allowed[k]) then options.unknown(name, k, defaults, allowed) end
     -- A flag must be a flag: {bias = 0} would be true to Lua and make a bias.
     if type(defaults[k]) == "boolean" and type(v) ~= "boolean" then
       raise(string.format("%s: %s must be a boolean, got %s", name, tostring(k),
