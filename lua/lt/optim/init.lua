@@ -2,8 +2,11 @@
 --   optim.SGD(params, {lr=, momentum=, dampening=, weight_decay=, nesterov=})
 --   optim.Adam(params, {lr=, betas={b1, b2}, eps=, weight_decay=, amsgrad=})
 --   optim.AdamW(...)                        (decoupled weight decay, default 0.01)
---   optim.lr_scheduler.StepLR / CosineAnnealingLR
+--   optim.lr_scheduler.StepLR / CosineAnnealingLR / LinearLR / LambdaLR /
+--     OneCycleLR / SequentialLR
 -- params: a list of tensors, or a list of groups {params={...}, lr=...}.
+-- Frozen tensors (requires_grad false) may be among them: as in PyTorch
+-- they get no gradient, so steps skip them and they hold no state.
 local adam = require "lt.optim.adam"
 local lr_scheduler = require "lt.optim.lr_scheduler"
 

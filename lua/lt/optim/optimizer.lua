@@ -9,6 +9,7 @@
 local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
+local options_reader = require "lt.nn.options"
 local by_device = require "lt.by_device"
 local methods = require "lt.methods"
 local not_applied = require "lt.not_applied"
@@ -58,9 +59,7 @@ local function check_options(cls, options)
     raise(string.format("%s: expected an options table, got %s", cls.name, type(options)))
   end
   for key in pairs(options) do
-    if key ~= "params" and cls.defaults[key] == nil then
-      raise(string.format("%s: unknown option '%s'", cls.name, tostring(key)))
-    end
+    if key ~= "params" and cls.defaults[key] == nil then options_reader.unknown(cls.name, key, cls.defaults) end
   end
   return options
 end
@@ -116,8 +115,14 @@ function Optimizer:add_param_group(group)
     if not is_tensor(p) then
       self:fail("parameter %d is not a tensor (got %s)", position, type(p))
     end
-    if not p.requires_grad then
-      self:fail("parameter %d does not require grad (call requires_grad_() or use nn.Parameter)", position)
+    -- A frozen parameter (requires_grad false: a frozen embedding, a
+    -- fine-tuned model's body) is kept, as PyTorch keeps it: it gets no
+    -- gradient, so step() skips it and it has no state; unfrozen later, it
+    -- trains. A tensor computed from others never gets a .grad (PyTorch
+    -- refuses it too): optimizing it would silently do nothing.
+    if not p.is_leaf then
+      self:fail("parameter %d is not a leaf tensor: it is computed from other tensors and never gets a .grad "
+        .. "(optimize the tensors it came from, or a copy: t:detach():requires_grad_())", position)
     end
     if seen[p] then self:fail("parameter %d appears in more than one parameter group", position) end
     seen[p] = true
