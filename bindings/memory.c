@@ -142,7 +142,7 @@ static const char *method_name(lua_State *L, int idx, int fn, char *buf, size_t 
 
 /* "nn.Conv2d:forward" when the frame at ar is a method of an nn module (its
  * first local, self, a table whose metatable has __lt_module); "nn.Linear()"
- * for a module's constructor; else "training.fit": the file's path under
+ * for a module's constructor; else "recipes.training.fit": the file's path under
  * lua/lt/ as a dotted name, then the function's. Only for frames of lt's
  * library (in_lt_library), whose source holds "lua/lt/". Returns whether
  * it is a module's method. The
@@ -164,7 +164,7 @@ static bool describe_library_frame(lua_State *L, lua_Debug *ar, char *out, size_
              lua_getfield(L, fn + 1, "_name") == LUA_TSTRING) {
     snprintf(out, n, "nn.%s()", lua_tostring(L, -1)); /* module.lua's construct(cls, ...) */
   } else {
-    /* the path under lua/lt/ with dots: "training.fit", "nn.functional.linear" */
+    /* the path under lua/lt/ with dots: "recipes.training.fit", "nn.functional.linear" */
     const char *path = strstr(ar->source, "lua/lt/") + strlen("lua/lt/");
     size_t len = strlen(path);
     if (len > 4 && strcmp(path + len - 4, ".lua") == 0) len -= 4;
@@ -183,7 +183,7 @@ static bool describe_library_frame(lua_State *L, lua_Debug *ar, char *out, size_
  * Lua function at all when every one is inside it. op gets the library code
  * it was made in ("" when none): the library function the script's line
  * called, then the innermost nn module method (or library function) below
- * it when that is another: "training.fit > nn.Conv2d:forward". */
+ * it when that is another: "recipes.training.fit > nn.Conv2d:forward". */
 static bool find_origin_frame(lua_State *L, lua_Debug *ar, char *op, size_t op_size) {
   enum { MAX_LEVELS = 64 };
   char inner[96] = "", entry[96] = "";

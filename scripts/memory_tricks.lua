@@ -2,11 +2,11 @@
 -- technique on the Fashion CNN and a deep MLP (batch 64, random data), and
 -- the allocator's exact figures (lt.memory.max_allocated, reserved) give
 -- the peak of each run and the saving. The measuring code is
--- lua/lt/memory_tricks.lua, which the specs check as well.
+-- lua/lt/recipes/memory_tricks.lua, which the specs check as well.
 --   lt scripts/memory_tricks.lua [--markdown] [--only ID]
 --   lt scripts/memory_tricks.lua --help
 local lt = lt or require "lt"
-local cli, tricks = require "lt.cli", require "lt.memory_tricks"
+local cli, tricks = require "lt.recipes.cli", require "lt.recipes.memory_tricks"
 
 local opts = cli.parse(arg, {
   {"markdown", false, "print the table in Markdown (the README's)"},

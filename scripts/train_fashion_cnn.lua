@@ -1,7 +1,7 @@
 -- Fashion-MNIST with a small convolutional network: two blocks of
 -- conv3x3-BatchNorm-ReLU-maxpool (32 and 64 channels), then 3136-128-10, Adam
 -- with a cosine learning-rate schedule.
--- The loop, checkpoints and progress bar are lua/lt/training.lua's.
+-- The loop, checkpoints and progress bar are lua/lt/recipes/training.lua's.
 -- The last line printed is "test accuracy 0.XXXX".
 --   lt scripts/train_fashion_cnn.lua [--epochs 5] [--lr 0.001] [--checkpoint F [--resume]] ...
 --   lt scripts/train_fashion_cnn.lua --help
@@ -11,7 +11,7 @@
 -- on out of memory, the same gradients).
 local lt = lt or require "lt"
 local nn, optim = lt.nn, lt.optim
-local cli, training = require "lt.cli", require "lt.training"
+local cli, training = require "lt.recipes.cli", require "lt.recipes.training"
 
 local opts = cli.parse(arg, training.fashion_options(training.memory_options {
   {"epochs", 5, "passes over the training set"},

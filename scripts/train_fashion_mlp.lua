@@ -1,11 +1,11 @@
 -- Fashion-MNIST with a multi-layer perceptron (784-256-128-10), SGD with
--- momentum and a cosine learning-rate schedule. The loop, checkpoints and progress bar are lua/lt/training.lua's.
+-- momentum and a cosine learning-rate schedule. The loop, checkpoints and progress bar are lua/lt/recipes/training.lua's.
 -- The last line printed is "test accuracy 0.XXXX".
 --   lt scripts/train_fashion_mlp.lua [--epochs 10] [--lr 0.05] [--checkpoint F [--resume]] ...
 --   lt scripts/train_fashion_mlp.lua --help
 local lt = lt or require "lt"
 local nn, optim = lt.nn, lt.optim
-local cli, training = require "lt.cli", require "lt.training"
+local cli, training = require "lt.recipes.cli", require "lt.recipes.training"
 
 local opts = cli.parse(arg, training.fashion_options {
   {"epochs", 10, "passes over the training set"},

@@ -6,6 +6,7 @@
 --   function Square.forward(ctx, x) ctx:save_for_backward(x) return x * x end
 --   function Square.backward(ctx, g) local x = ctx:saved_tensors() return 2 * x * g end
 --   local y = Square.apply(x)
+local class = require "lt.class"
 local core = require "lt.core"
 
 local is_tensor = core.is_tensor
@@ -97,8 +98,8 @@ function Function:extend(name)
   if type(name) ~= "string" then
     error("Function:extend: expected a class name, got " .. type(name), 2)
   end
-  local cls = setmetatable({ __name = name }, { __index = self })
-  cls.__index = cls
+  local cls = class.extend(self, name)
+  cls.__name = name
   cls.apply = function(...) return apply(cls, ...) end
   return cls
 end

@@ -7,7 +7,7 @@
 -- place, so a reader never sees half a page.
 
 local timeline = require "lt.memory_timeline"
-local assets = require "lt.memory_report_assets"
+local assets = require "lt.memory_report.assets"
 
 local TOP_N = 20
 

@@ -5,6 +5,7 @@
 --   Linear:forward: expected a module as self, got a tensor; call it with a colon: m:forward(...)
 local core = require "lt.core"
 local raise = require "lt.user_error"
+local class = require "lt.class"
 
 local methods = {}
 
@@ -49,17 +50,7 @@ end
 -- Whether v is an instance of base: its metatable is base or a class that
 -- reaches base through its metatables' __index (a class itself is not).
 function methods.instance_of(base)
-  return function(v)
-    if type(v) ~= "table" then return false end
-    local c = getmetatable(v)
-    for _ = 1, 32 do -- a class chain is short; a metatable may be its own __index
-      if type(c) ~= "table" then return false end
-      if c == base then return true end
-      local mt = getmetatable(c)
-      c = mt and rawget(mt, "__index")
-    end
-    return false
-  end
+  return function(v) return class.instance_of(v, base) end
 end
 
 return methods

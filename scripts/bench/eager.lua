@@ -7,11 +7,11 @@
 --   eager   a collection before every instruction
 -- over the two benchmark steps (scripts/bench/step.lua's MLP and CNN), a
 -- transformer block's training step and every row of the memory-tricks
--- table (lua/lt/memory_tricks.lua), and then what peak collections cost:
+-- table (lua/lt/recipes/memory_tricks.lua), and then what peak collections cost:
 -- time per step with them on and off, alternating, median of repeats.
 --   lt scripts/bench/eager.lua [--only ID] [--no-tricks] [--no-cost] [--repeats N]
 local lt = lt or require "lt"
-local cli, tricks = require "lt.cli", require "lt.memory_tricks"
+local cli, tricks = require "lt.recipes.cli", require "lt.recipes.memory_tricks"
 
 local opts = cli.parse(arg, {
   {"only", "", "one memory-tricks technique (an id), or none of them with --no-tricks"},

@@ -1,12 +1,12 @@
 -- lt.memory.estimate against the real step: for each recipe model's training
--- step (lua/lt/training.lua's, with the recipes' memory options) and the
+-- step (lua/lt/recipes/training.lua's, with the recipes' memory options) and the
 -- transformer block of steps.lua, the predicted peak beside the real
 -- max_allocated from the same state, on the first step (no gradients or
 -- optimizer state yet) and the second, and the time of an estimate beside
 -- the step's (medians of 5).
 --   lt scripts/bench/estimate.lua [batch ...]      (default: 1 128)
 local lt = lt or require "lt"
-local training = require "lt.training"
+local training = require "lt.recipes.training"
 local steps = dofile("scripts/bench/steps.lua")
 
 local recipe_models = dofile("scripts/bench/recipe_models.lua")

@@ -442,7 +442,7 @@ describe("new schedulers with the rest of lt", function()
   end)
 
   it("a training checkpoint resumes SequentialLR and OneCycleLR exactly", function()
-    local training = require "lt.training"
+    local training = require "lt.recipes.training"
     local model = lt.nn.Linear(2, 2)
     local opt = optim.Adam(model:parameters(), { lr = 0.01 })
     local seq = warm_cycle(opt)

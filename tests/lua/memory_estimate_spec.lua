@@ -2,7 +2,7 @@
 -- the allocator, without allocating it, and everything as it was after.
 local lt = require "lt"
 local h = dofile("tests/lua/helpers.lua")
-local training = require "lt.training"
+local training = require "lt.recipes.training"
 local optim = lt.optim
 
 local MiB = 2 ^ 20
@@ -18,7 +18,7 @@ local function cnn_recipe()
   return recipe_models.cnn()
 end
 
--- The recipes' step (lua/lt/training.lua) on a fresh batch of n images.
+-- The recipes' step (lua/lt/recipes/training.lua) on a fresh batch of n images.
 local function recipe_step(model, opt, n, opts)
   return function()
     local x, y = lt.randn(n, 1, 28, 28), lt.randint(1, 10, {n})

@@ -4,7 +4,7 @@
 -- garbage band, reserved bytes and segments at the peak.
 local lt = require "lt"
 local nn = lt.nn
-local training = require "lt.training"
+local training = require "lt.recipes.training"
 local timeline = require "lt.memory_timeline"
 
 local SOURCE = debug.getinfo(1, "S").short_src
@@ -94,7 +94,7 @@ describe("memory history origins", function()
     for _, e in ipairs(events_of("alloc")) do
       if e.op and e.op:find("nn.Linear:forward", 1, true) then
         assert.equal(fit_line, e.origin)
-        assert.equal("training.fit > nn.Linear:forward", e.op)
+        assert.equal("recipes.training.fit > nn.Linear:forward", e.op)
         layers = layers + 1
       end
     end

@@ -1,11 +1,11 @@
 -- Every memory technique, checked on the figures scripts/memory_tricks.lua
--- prints (lua/lt/memory_tricks.lua measures both): the direction of each
+-- prints (lua/lt/recipes/memory_tricks.lua measures both): the direction of each
 -- saving, and its size in exact bytes where theory gives it. Figures that
 -- depend on when the collector reclaims garbage are checked for direction
 -- only; the exact ones take the collector out (lt.gc, del, <close>).
 local lt = require "lt"
 local h = dofile("tests/lua/helpers.lua")
-local tricks = require "lt.memory_tricks"
+local tricks = require "lt.recipes.memory_tricks"
 local nn, F, optim = lt.nn, lt.nn.functional, lt.optim
 
 local KiB = 1024

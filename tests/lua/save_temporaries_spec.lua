@@ -70,7 +70,7 @@ describe("saving over F", function()
   it("a training checkpoint does the same", function()
     local model = lt.nn.Linear(3, 2)
     local opt = lt.optim.SGD(model:parameters(), { lr = 0.1 })
-    local training = require "lt.training"
+    local training = require "lt.recipes.training"
     check(function(path) training.save_checkpoint(path, { model = model, optimizer = opt, epoch = 1 }) end,
       "ckpt.safetensors")
   end)

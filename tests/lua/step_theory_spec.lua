@@ -1,10 +1,10 @@
--- The step timeline theory (lua/lt/step_theory.lua) against measured
+-- The step timeline theory (lua/lt/recipes/step_theory.lua) against measured
 -- training steps: from shapes and the layers' save rules alone it predicts
 -- the exact peak of the deep MLP's step (plain, under autocast, checkpointed)
 -- and the CNN's within 2% at every downsampling, which is what makes it a
 -- theory worth setting beside the memory-tricks table's measured savings.
-local tricks = require "lt.memory_tricks"
-local step_theory = require "lt.step_theory"
+local tricks = require "lt.recipes.memory_tricks"
+local step_theory = require "lt.recipes.step_theory"
 
 local CNN_BATCH, MLP_BATCH = 16, 64
 

@@ -2,7 +2,7 @@
 -- resumed from a checkpoint ends with the same parameters as one that was not
 -- interrupted. Small subsets of Fashion-MNIST keep it to seconds.
 local lt = require "lt"
-local training = require "lt.training"
+local training = require "lt.recipes.training"
 local nn, optim = lt.nn, lt.optim
 
 local have_data = io.open("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") ~= nil
@@ -228,7 +228,7 @@ describe("training checkpoints", function()
 end)
 
 describe("training.memory_options", function()
-  local cli = require "lt.cli"
+  local cli = require "lt.recipes.cli"
   it("--accum takes a count or auto", function()
     local spec = training.memory_options({})
     assert.equal("auto", cli.parse({"--accum", "auto"}, spec, "r.lua").accum)

@@ -18,6 +18,7 @@
 -- interchange with PyTorch and Hugging Face without renaming, and
 -- load_state_dict(sd, {strict=false}) returns {missing_keys=, unexpected_keys=}
 -- and names them on stderr unless {quiet=true}.
+local class = require "lt.class"
 local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
@@ -201,8 +202,8 @@ end
 -- A subclass: Module:extend("Block"), Linear:extend("MyLinear"), ...
 function Module:extend(name)
   if type(name) ~= "string" then raise("extend: expected a class name, got " .. type(name)) end
-  local cls = setmetatable({}, { __index = self, __call = construct, __tostring = class_tostring,
-    __newindex = torch7_init(name, methods.guarding_newindex(name, "a module", "m", is_module)) })
+  local cls = class.extend(self, name, { call = construct, tostring = class_tostring, own_instances = true,
+    newindex = torch7_init(name, methods.guarding_newindex(name, "a module", "m", is_module)) })
   cls._name = name
   cls._instance_mt = instance_metatable(cls, name)
   return cls

@@ -21,6 +21,7 @@
 -- sched:get_last_lr() gives the rates now in force, one per group,
 -- sched:state_dict() / sched:load_state_dict(sd, {keep_options=}) save and
 -- resume. A refused step, construction or load changes no group.
+local class = require "lt.class"
 local raise = require "lt.user_error"
 local options_reader = require "lt.nn.options"
 local methods = require "lt.methods"
@@ -80,11 +81,7 @@ end
 --   schedule(self, epoch)  per group, the fields the epoch sets ({lr =, ...})
 --   after_apply(self, epoch)
 local function define(name, options, closed_form)
-  local cls = setmetatable({}, {
-    __index = Scheduler,
-    __call = function(cls, opt, opts) return cls.new(cls, opt, opts) end,
-  })
-  cls.__index = cls
+  local cls = class.extend(Scheduler, name, { call = function(cls, opt, opts) return cls.new(cls, opt, opts) end })
   cls.name = name
   cls.options = options
   cls.closed_form = closed_form

@@ -6,6 +6,7 @@
 -- device (any new state buffer appended to made, nothing stored yet);
 -- run(calls), one engine call for all the lists, which changes nothing when
 -- it fails; commit(call), which stores the new buffers and step counts.
+local class = require "lt.class"
 local core = require "lt.core"
 local shapes = require "lt.shapes"
 local raise = require "lt.user_error"
@@ -39,9 +40,10 @@ end
 -- Defines a concrete optimizer: Optimizer:extend("SGD", defaults) gives a
 -- class whose call constructs, as optim.SGD(params, options).
 function Optimizer:extend(name, defaults)
-  local cls = setmetatable({}, { __index = self, __call = function(cls, ...) return cls.new(cls, ...) end,
-    __newindex = methods.guarding_newindex(name, "an optimizer", "opt", methods.instance_of(Optimizer)) })
-  cls.__index = cls
+  local cls = class.extend(self, name, {
+    call = function(cls, ...) return cls.new(cls, ...) end,
+    newindex = methods.guarding_newindex(name, "an optimizer", "opt", methods.instance_of(Optimizer)),
+  })
   cls.name = name
   cls.defaults = defaults
   cls.__tostring = function(opt) return opt:describe() end

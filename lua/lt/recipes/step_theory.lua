@@ -1,7 +1,7 @@
 -- What theory says a training step of a sequential model peaks at: a
 -- timeline of the step's tensors worked out from the layers' shapes and what
 -- each layer keeps for its backward, without running the step. The memory
--- tricks table (lua/lt/memory_tricks.lua) sets it beside the measured peaks
+-- tricks table (lua/lt/recipes/memory_tricks.lua) sets it beside the measured peaks
 -- for the techniques whose saving depends on where each tensor lives and
 -- dies in the step (downsampling, autocast, checkpointing).
 --

@@ -9,7 +9,7 @@
 -- uninterrupted one would.
 
 local core = require "lt.core"
-local usage_error = require("lt.cli").usage_error
+local usage_error = require("lt.recipes.cli").usage_error
 
 local training = {}
 

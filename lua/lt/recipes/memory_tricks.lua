@@ -9,7 +9,7 @@
 -- peak counts parameters, gradients, optimizer state and activations, as
 -- torch.cuda.max_memory_allocated() does in a fresh process.
 local lt = require "lt"
-local step_theory = require "lt.step_theory"
+local step_theory = require "lt.recipes.step_theory"
 local nn, F, optim = lt.nn, lt.nn.functional, lt.optim
 
 local tricks = {}
@@ -198,7 +198,7 @@ end
 tricks.training_peak = training_peak
 
 -- What theory says training_peak(model_name, opts, ...) peaks at, from the
--- model's shapes alone (lua/lt/step_theory.lua), with state_bytes of
+-- model's shapes alone (lua/lt/recipes/step_theory.lua), with state_bytes of
 -- optimizer state; theory_opts as step_theory.step_peak's; batch as
 -- tricks.setup's.
 function tricks.theory_peak(model_name, opts, state_bytes, theory_opts, batch)
