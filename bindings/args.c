@@ -30,16 +30,16 @@ static bool in_library(lua_State *L, const lua_Debug *ar) {
   return inside;
 }
 
-/* Pushes "chunk:line: " of the innermost caller outside lt's Lua library,
- * as lt.user_error places errors raised in Lua: an op that F.cross_entropy or
- * a module's forward calls for the script is reported at the script's line,
- * not inside the library. A C caller on the way (pcall) gives no position,
- * as luaL_where does: whoever called pcall positions the error if it wants. */
+/* Pushes "chunk:line: " of the innermost caller outside lt's Lua library and
+ * outside C functions, the rule lt.user_error places errors raised in Lua by
+ * (one rule for both): an op that F.cross_entropy or a module's forward calls
+ * for the script is reported at the script's line, not inside the library,
+ * and pcall(lt.zeros, "a") at the line that called pcall. */
 static void push_user_where(lua_State *L) {
   lua_Debug ar;
   for (int level = 1; lua_getstack(L, level, &ar); level++) {
     if (!lua_getinfo(L, "Sl", &ar)) break;
-    if (ar.currentline <= 0) break; /* a C function */
+    if (ar.currentline <= 0) continue; /* a C function (pcall, a metamethod's caller) */
     if (in_library(L, &ar)) continue;
     lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
     return;

@@ -34,19 +34,33 @@ static int f_linear(lua_State *L) {
 
 static const char *const conv2d_keys[] = {"stride", "padding", "dilation", "groups", NULL};
 
+static lt_conv2d_opts read_conv2d_opts(lua_State *L, int idx, const char *op) {
+  const int opts = ltb_nn_options(L, idx, op, conv2d_keys);
+  lt_conv2d_opts o = lt_conv2d_default_opts();
+  ltb_nn_opt_pair(L, opts, op, "stride", o.stride);
+  ltb_nn_opt_pair(L, opts, op, "padding", o.padding);
+  ltb_nn_opt_pair(L, opts, op, "dilation", o.dilation);
+  ltb_nn_opt_integer(L, opts, op, "groups", &o.groups);
+  return o;
+}
+
 static int f_conv2d(lua_State *L) {
   const char *op = "conv2d";
   lt_tensor *x = ltb_check_tensor(L, 1, op), *w = ltb_check_tensor(L, 2, op);
   lt_tensor *b = opt_tensor(L, 3, op, "the bias"), *out = NULL;
-  const int opts = ltb_nn_options(L, 4, op, conv2d_keys);
-  lt_conv2d_opts o = lt_conv2d_default_opts();
-  ltb_nn_opt_pair(L, opts, op, "stride", 1, o.stride);
-  ltb_nn_opt_pair(L, opts, op, "padding", 0, o.padding);
-  ltb_nn_opt_pair(L, opts, op, "dilation", 1, o.dilation);
-  ltb_nn_opt_integer(L, opts, op, "groups", &o.groups);
+  lt_conv2d_opts o = read_conv2d_opts(L, 4, op);
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_conv2d(x, w, b, &o, &out);
   return ltb_finish(L, h, st, out);
+}
+
+/* check_conv2d(name, opts): the engine's checks of conv2d's options, for
+ * nn.Conv2d when it is made, in the engine's words under the module's name. */
+static int f_check_conv2d(lua_State *L) {
+  const char *op = luaL_checkstring(L, 1);
+  lt_conv2d_opts o = read_conv2d_opts(L, 2, op);
+  lt_status st = lt_conv2d_check_opts(op, &o);
+  return st == LT_OK ? 0 : ltb_raise(L, st);
 }
 
 /* ---- pooling ---- */
@@ -56,17 +70,17 @@ static const char *const max_pool_keys[] = {"stride", "padding", "dilation", "ce
 static const char *const avg_pool_keys[] = {"stride", "padding", "ceil_mode", "count_include_pad",
                                             "divisor_override", NULL};
 
-/* Kernel size at arg 2, the options at arg 3. */
-static lt_pool2d_opts read_pool_opts(lua_State *L, const char *op, bool is_max, int *opts) {
+/* Kernel size at arg karg, the options at karg + 1. */
+static lt_pool2d_opts read_pool_opts(lua_State *L, const char *op, bool is_max, int karg, int *opts) {
   int64_t k[2];
-  ltb_nn_check_pair(L, 2, op, "kernel_size", 1, k);
+  ltb_nn_check_pair(L, karg, op, "kernel_size", k);
   lt_pool2d_opts o = lt_pool2d_default_opts(k[0], k[1]);
-  *opts = ltb_nn_options(L, 3, op, is_max ? max_pool_keys : avg_pool_keys);
-  ltb_nn_opt_pair(L, *opts, op, "stride", 1, o.stride);
-  ltb_nn_opt_pair(L, *opts, op, "padding", 0, o.padding);
+  *opts = ltb_nn_options(L, karg + 1, op, is_max ? max_pool_keys : avg_pool_keys);
+  ltb_nn_opt_pair(L, *opts, op, "stride", o.stride);
+  ltb_nn_opt_pair(L, *opts, op, "padding", o.padding);
   ltb_nn_opt_bool(L, *opts, op, "ceil_mode", &o.ceil_mode);
   if (is_max) {
-    ltb_nn_opt_pair(L, *opts, op, "dilation", 1, o.dilation);
+    ltb_nn_opt_pair(L, *opts, op, "dilation", o.dilation);
   } else {
     ltb_nn_opt_bool(L, *opts, op, "count_include_pad", &o.count_include_pad);
     int64_t divisor = 0;
@@ -79,11 +93,22 @@ static lt_pool2d_opts read_pool_opts(lua_State *L, const char *op, bool is_max, 
 
 /* F.max_pool2d(x, k, opts): with return_indices, also the argmax of each
  * window as a 1-based position within its input plane. */
+/* check_pool2d(name, is_max, kernel_size, opts): the engine's checks of the
+ * pooling options, for nn.MaxPool2d / nn.AvgPool2d when they are made. */
+static int f_check_pool2d(lua_State *L) {
+  const char *op = luaL_checkstring(L, 1);
+  const bool is_max = lua_toboolean(L, 2);
+  int opts;
+  lt_pool2d_opts o = read_pool_opts(L, op, is_max, 3, &opts);
+  lt_status st = lt_pool2d_check_opts(op, &o, is_max);
+  return st == LT_OK ? 0 : ltb_raise(L, st);
+}
+
 static int f_max_pool2d(lua_State *L) {
   const char *op = "max_pool2d";
   lt_tensor *x = ltb_check_tensor(L, 1, op), *out = NULL, *indices = NULL, *one_based = NULL;
   int opts;
-  lt_pool2d_opts o = read_pool_opts(L, op, true, &opts);
+  lt_pool2d_opts o = read_pool_opts(L, op, true, 2, &opts);
   bool return_indices = false;
   ltb_nn_opt_bool(L, opts, op, "return_indices", &return_indices);
   ltb_handle *h = ltb_new_handle(L);
@@ -103,7 +128,7 @@ static int f_avg_pool2d(lua_State *L) {
   const char *op = "avg_pool2d";
   lt_tensor *x = ltb_check_tensor(L, 1, op), *out = NULL;
   int opts;
-  lt_pool2d_opts o = read_pool_opts(L, op, false, &opts);
+  lt_pool2d_opts o = read_pool_opts(L, op, false, 2, &opts);
   ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_avg_pool2d(x, &o, &out);
   return ltb_finish(L, h, st, out);
@@ -305,6 +330,8 @@ static const luaL_Reg functional[] = {
     {"linear", f_linear},
     {"conv2d", f_conv2d},
     {"max_pool2d", f_max_pool2d},
+    {"check_conv2d", f_check_conv2d},
+    {"check_pool2d", f_check_pool2d},
     {"avg_pool2d", f_avg_pool2d},
     {"batch_norm", f_batch_norm},
     {"layer_norm", f_layer_norm},

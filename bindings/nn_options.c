@@ -65,8 +65,7 @@ bool ltb_nn_opt_integer(lua_State *L, int opts, const char *op, const char *key,
 }
 
 /* The pair at idx into out. */
-static void read_pair(lua_State *L, int idx, const char *op, const char *what, int64_t min,
-                      int64_t out[2]) {
+static void read_pair(lua_State *L, int idx, const char *op, const char *what, int64_t out[2]) {
   idx = lua_absindex(L, idx);
   if (lua_type(L, idx) == LUA_TNUMBER) {
     out[0] = out[1] = to_integer(L, idx, op, what);
@@ -80,22 +79,17 @@ static void read_pair(lua_State *L, int idx, const char *op, const char *what, i
     ltb_error(L, "%s: %s must be an integer or a pair {h, w}, got %s", op, what,
                luaL_typename(L, idx));
   }
-  if (out[0] < min || out[1] < min)
-    ltb_error(L, "%s: %s must be at least %I, got %I x %I", op, what, (lua_Integer)min,
-               (lua_Integer)out[0], (lua_Integer)out[1]);
 }
 
-bool ltb_nn_opt_pair(lua_State *L, int opts, const char *op, const char *key, int64_t min,
-                     int64_t out[2]) {
+bool ltb_nn_opt_pair(lua_State *L, int opts, const char *op, const char *key, int64_t out[2]) {
   if (!get_option(L, opts, key)) return false;
-  read_pair(L, -1, op, key, min, out);
+  read_pair(L, -1, op, key, out);
   lua_pop(L, 1);
   return true;
 }
 
-void ltb_nn_check_pair(lua_State *L, int arg, const char *op, const char *what, int64_t min,
-                       int64_t out[2]) {
-  read_pair(L, arg, op, what, min, out);
+void ltb_nn_check_pair(lua_State *L, int arg, const char *op, const char *what, int64_t out[2]) {
+  read_pair(L, arg, op, what, out);
 }
 
 bool ltb_nn_opt_reduction(lua_State *L, int opts, const char *op, lt_reduction *out) {

@@ -20,9 +20,9 @@ int ltb_nn_options(lua_State *L, int idx, const char *op, const char *const *kno
 bool ltb_nn_opt_bool(lua_State *L, int opts, const char *op, const char *key, bool *out);
 bool ltb_nn_opt_number(lua_State *L, int opts, const char *op, const char *key, double *out);
 bool ltb_nn_opt_integer(lua_State *L, int opts, const char *op, const char *key, int64_t *out);
-/* One integer for both sides or a pair {h, w}, each at least min. */
-bool ltb_nn_opt_pair(lua_State *L, int opts, const char *op, const char *key, int64_t min,
-                     int64_t out[2]);
+/* One integer for both sides or a pair {h, w}: the Lua types only; the
+ * engine checks the values (lt_conv2d_check_opts, lt_pool2d_check_opts). */
+bool ltb_nn_opt_pair(lua_State *L, int opts, const char *op, const char *key, int64_t out[2]);
 /* "mean" (default), "sum" or "none". */
 bool ltb_nn_opt_reduction(lua_State *L, int opts, const char *op, lt_reduction *out);
 /* A tensor or nil. */
@@ -30,7 +30,6 @@ bool ltb_nn_opt_tensor(lua_State *L, int opts, const char *op, const char *key,
                        lt_tensor **out);
 
 /* A size argument (kernel size) at arg: an integer or a pair {h, w}. */
-void ltb_nn_check_pair(lua_State *L, int arg, const char *op, const char *what, int64_t min,
-                       int64_t out[2]);
+void ltb_nn_check_pair(lua_State *L, int arg, const char *op, const char *what, int64_t out[2]);
 
 #endif

@@ -10,7 +10,7 @@ lt_conv2d_opts lt_conv2d_default_opts(void) {
   return o;
 }
 
-static lt_status check_opts(const char *op, const lt_conv2d_opts *o) {
+lt_status lt_conv2d_check_opts(const char *op, const lt_conv2d_opts *o) {
   if (!o) return lt_error(LT_ERR_ARG, "%s: expected options, got nothing", op);
   if (o->groups < 1) return lt_error(LT_ERR_ARG, "%s: groups must be positive, got %lld", op,
                                      (long long)o->groups);
@@ -37,7 +37,7 @@ static lt_status check_conv2d(const char *op, const lt_tensor *x, const lt_tenso
   if (!w) return lt_error(LT_ERR_ARG, "%s: expected a weight tensor, got nothing", op);
   LT_TRY(nn_check_operand(op, "weight", w, x, x->dtype));
   LT_TRY(nn_check_operand(op, "bias", b, x, x->dtype));
-  LT_TRY(check_opts(op, o));
+  LT_TRY(lt_conv2d_check_opts(op, o));
   char sx[OPS_SHAPE_BUF], sw[OPS_SHAPE_BUF];
   if (x->ndim != 4)
     return lt_error(LT_ERR_SHAPE, "%s: expected input with 4 dimensions [N, C, H, W], got %s", op,

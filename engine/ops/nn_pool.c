@@ -7,7 +7,7 @@
 #include "ops/nn_internal.h"
 
 lt_pool2d_opts lt_pool2d_default_opts(int64_t kh, int64_t kw) {
-  lt_pool2d_opts o = {{kh, kw}, {0, 0}, {0, 0}, {1, 1}, false, true, 0};
+  lt_pool2d_opts o = {{kh, kw}, {kh, kw}, {0, 0}, {1, 1}, false, true, 0};
   return o;
 }
 
@@ -21,25 +21,27 @@ static int64_t pooled_size(int64_t size, int64_t k, int64_t pad, int64_t stride,
   return out;
 }
 
-/* The options with defaults filled in (stride = kernel, dilation 1). */
+/* The options checked, avg_pool2d's dilation set to 1 (it has none). */
 static lt_status resolve_opts(const char *op, const lt_pool2d_opts *in, bool is_max,
                               lt_pool2d_opts *o) {
-  if (!in) return lt_error(LT_ERR_ARG, "%s: expected options, got nothing", op);
+  LT_TRY(lt_pool2d_check_opts(op, in, is_max));
   *o = *in;
-  for (int d = 0; d < 2; d++) {
-    if (o->stride[d] == 0) o->stride[d] = o->kernel[d];
-    if (o->dilation[d] == 0 || !is_max) o->dilation[d] = 1;
-  }
+  if (!is_max) o->dilation[0] = o->dilation[1] = 1; /* avg_pool2d has none */
+  return LT_OK;
+}
+
+lt_status lt_pool2d_check_opts(const char *op, const lt_pool2d_opts *o, bool is_max) {
+  if (!o) return lt_error(LT_ERR_ARG, "%s: expected options, got nothing", op);
   LT_TRY(nn_check_window_limit(op, "kernel size", o->kernel));
   LT_TRY(nn_check_window_limit(op, "stride", o->stride));
-  LT_TRY(nn_check_window_limit(op, "dilation", o->dilation));
+  if (is_max) LT_TRY(nn_check_window_limit(op, "dilation", o->dilation));
   if (o->kernel[0] < 1 || o->kernel[1] < 1)
     return lt_error(LT_ERR_ARG, "%s: kernel size must be positive, got %lld x %lld", op,
                     (long long)o->kernel[0], (long long)o->kernel[1]);
   if (o->stride[0] < 1 || o->stride[1] < 1)
     return lt_error(LT_ERR_ARG, "%s: stride must be positive, got %lld x %lld", op,
                     (long long)o->stride[0], (long long)o->stride[1]);
-  if (o->dilation[0] < 1 || o->dilation[1] < 1)
+  if (is_max && (o->dilation[0] < 1 || o->dilation[1] < 1))
     return lt_error(LT_ERR_ARG, "%s: dilation must be positive, got %lld x %lld", op,
                     (long long)o->dilation[0], (long long)o->dilation[1]);
   for (int d = 0; d < 2; d++)

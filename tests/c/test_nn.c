@@ -260,7 +260,8 @@ static void run_conv2d(const fx_case *c, results *r) {
 static lt_pool2d_opts pool_opts(const fx_case *c) {
   lt_pool2d_opts o = lt_pool2d_default_opts((int64_t)fx_param(c, "kernel_h", 1),
                                             (int64_t)fx_param(c, "kernel_w", 1));
-  o.stride[0] = (int64_t)fx_param(c, "stride_h", 0), o.stride[1] = (int64_t)fx_param(c, "stride_w", 0);
+  o.stride[0] = (int64_t)fx_param(c, "stride_h", (double)o.kernel[0]);
+  o.stride[1] = (int64_t)fx_param(c, "stride_w", (double)o.kernel[1]);
   o.padding[0] = (int64_t)fx_param(c, "padding_h", 0), o.padding[1] = (int64_t)fx_param(c, "padding_w", 0);
   o.dilation[0] = o.dilation[1] = (int64_t)fx_param(c, "dilation", 1);
   o.ceil_mode = fx_param(c, "ceil_mode", 0) != 0;

@@ -67,7 +67,7 @@ run "$tight" "$LT" -e 'lt.set_num_threads(2); local ok, msg = pcall(lt.set_num_t
   print(ok, lt.get_num_threads()); print(msg)
   local x = lt.randn(300, 300); print(x:matmul(x):size(1))'
 check "set_num_threads(1024) past the limit: an error naming what could start, the old count stays" \
-  '[[ $status == 0 && $out =~ ^false.2$'"'"'\n'"'"'set_num_threads:\ could\ only\ start\ [0-9]+\ of\ 1024\ threads\ \(Resource\ temporarily\ unavailable\) ]]'
+  '[[ $status == 0 && $out =~ ^false.2$'"'"'\n'"'"'(\(command\ line\):1:\ )?set_num_threads:\ could\ only\ start\ [0-9]+\ of\ 1024\ threads\ \(Resource\ temporarily\ unavailable\) ]]'
 check "and lt goes on: a matmul on the old count, exit 0" '[[ $status == 0 && $out == *$'"'"'\n'"'"'"300" ]]'
 
 run "$tight" "$LT" --threads 1024 -e 'print("ran")'

@@ -53,7 +53,7 @@ describe("errors", function()
       "conv2d: stride must be at most 2147483647")
     -- Reported as given, not cut to 32 bits ("got 0 x 0").
     h.fails_cleanly(function() return lt.nn.functional.conv2d(lt.ones(1, 1, 4, 4), lt.ones(1, 1, 1, 1), nil, {stride = -(1 << 32)}) end,
-      "conv2d: stride must be at least 1, got -4294967296 x -4294967296")
+      "conv2d: stride must be positive, got -4294967296 x -4294967296")
     h.fails_cleanly(function() return lt.nn.functional.avg_pool2d(lt.ones(1, 1, 4, 4), 2, {divisor_override = -(1 << 32)}) end,
       "divisor_override must be positive, got -4294967296")
     h.fails_cleanly(function() return lt.nn.Conv2d(1e300, 2, 3) end, "Conv2d: expected an integer for in_channels, got 1e+300")

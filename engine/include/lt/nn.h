@@ -64,6 +64,10 @@ typedef struct lt_conv2d_opts {
 
 /* stride 1, padding 0, dilation 1, groups 1. */
 LT_API lt_conv2d_opts lt_conv2d_default_opts(void);
+/* The options' own checks (positive stride, dilation and groups, padding not
+ * negative, sizes within the engine's window limit), as lt_conv2d makes them,
+ * for a module that checks its options when made: op names it ("Conv2d"). */
+LT_API lt_status lt_conv2d_check_opts(const char *op, const lt_conv2d_opts *o);
 
 /* x [N, C, H, W], weight [O, C / groups, kh, kw], bias [O] or NULL ->
  * [N, O, Ho, Wo] with Ho = (H + 2 pad - dil (kh - 1) - 1) / stride + 1. */
@@ -78,9 +82,9 @@ LT_API lt_status lt_conv2d_backward(const lt_tensor *grad_out, const lt_tensor *
 
 typedef struct lt_pool2d_opts {
   int64_t kernel[2];
-  int64_t stride[2];   /* 0: the kernel size (PyTorch's default) */
+  int64_t stride[2];   /* the kernel size by default (PyTorch's) */
   int64_t padding[2];  /* at most half the kernel */
-  int64_t dilation[2]; /* max_pool2d only; 0 is taken as 1 */
+  int64_t dilation[2]; /* max_pool2d only */
   bool ceil_mode;      /* round the output size up (the last window must
                           still start inside the input or its left padding) */
   bool count_include_pad;   /* avg_pool2d: padded zeros count in the divisor */
@@ -90,6 +94,9 @@ typedef struct lt_pool2d_opts {
 /* kernel k x k, stride = kernel, no padding, dilation 1, floor mode,
  * count_include_pad true. */
 LT_API lt_pool2d_opts lt_pool2d_default_opts(int64_t kh, int64_t kw);
+/* The options' own checks, as lt_max_pool2d (is_max) or lt_avg_pool2d make
+ * them, for a module that checks its options when made. */
+LT_API lt_status lt_pool2d_check_opts(const char *op, const lt_pool2d_opts *o, bool is_max);
 
 /* out and indices (int64, the argmax's flat position h * W + w within its
  * input plane, 0-based) of the pooled shape. NaN wins, as in PyTorch. */

@@ -22,17 +22,23 @@ function Conv2d:init(in_channels, out_channels, kernel_size, opts)
     options.factory_keys)
   self.in_channels = options.integer(name, "in_channels", in_channels, 1)
   self.out_channels = options.integer(name, "out_channels", out_channels, 1)
-  self.kernel_size = options.pair(name, "kernel_size", kernel_size, 1)
-  self.stride = options.pair(name, "stride", o.stride, 1)
-  self.dilation = options.pair(name, "dilation", o.dilation, 1)
+  self.kernel_size = options.pair(name, "kernel_size", kernel_size, 1) -- the weight's shape: ours to check
+  -- Stride, dilation, padding and groups are checked once, by the engine, as
+  -- F.conv2d would check them, but now, when the module is made.
+  self.stride = options.pair(name, "stride", o.stride)
+  self.dilation = options.pair(name, "dilation", o.dilation)
+  self.groups = options.integer(name, "groups", o.groups)
+  local numeric_padding = 0
   if type(o.padding) == "string" then
     -- Kept as the string, as PyTorch keeps it; F.conv2d resolves it.
     self.padding = pad.check_mode(name, o.padding)
-    if self.padding == "same" then pad.check_same_stride(name, self.stride) end
   else
-    self.padding = options.pair(name, "padding", o.padding, 0)
+    self.padding = options.pair(name, "padding", o.padding)
+    numeric_padding = self.padding
   end
-  self.groups = options.integer(name, "groups", o.groups, 1)
+  core._functional.check_conv2d(name, { stride = self.stride, dilation = self.dilation, groups = self.groups,
+    padding = numeric_padding })
+  if self.padding == "same" then pad.check_same_stride(name, self.stride) end
   if self.in_channels % self.groups ~= 0 then
     raise(string.format("Conv2d: in_channels must be divisible by groups (got in_channels %d, groups %d)",
       self.in_channels, self.groups))

@@ -36,13 +36,10 @@ function pad.same(kernel, dilation)
   return { h, w }, (eh > 0 or ew > 0) and { 0, ew, 0, eh } or nil
 end
 
--- Calls the C op fn and returns its result. A C function's error names the
--- line of its Lua caller, which would be this library's: called through
--- pcall it names none, and raise gives it the script's line.
+-- Calls the C op fn: its errors are placed at the script's line by the C
+-- side's rule, the same as raise's (past this library and past C frames).
 function pad.call(fn, ...)
-  local ok, result = pcall(fn, ...)
-  if not ok then raise(result) end
-  return result
+  return fn(...)
 end
 
 local function integer(v)
@@ -83,7 +80,7 @@ function pad.conv2d(conv2d, x, w, b, opts)
     -- Refused: the message would show the padded shape. The input as given
     -- differs only in H and W, so it is refused too, naming its own shape.
     pad.call(conv2d, x, w, b, o)
-    raise(y)
+    raise((tostring(y):gsub("^[^\n:]*:%d+: ", "")))
   end
   return pad.call(conv2d, x, w, b, o)
 end

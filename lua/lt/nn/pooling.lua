@@ -2,6 +2,7 @@
 -- ceil_mode=false}) and nn.AvgPool2d(kernel_size, {stride=kernel_size,
 -- padding=0, ceil_mode=false, count_include_pad=true}). Sizes are kept as
 -- given (an integer or a table {h, w}) and passed on to the functional op.
+local core = require "lt.core"
 local Module = require "lt.nn.module"
 local options = require "lt.nn.options"
 
@@ -11,20 +12,30 @@ local function size_text(v)
   return type(v) == "table" and options.tuple(v) or tostring(v)
 end
 
-local function check_size(name, what, v, min)
-  options.pair(name, what, v, min) -- validates; the original form is kept
+-- An integer or a pair, kept in the form given; the values are the engine's
+-- to check (check_pool below).
+local function check_size(name, what, v)
+  options.pair(name, what, v)
   return v
+end
+
+-- The engine's checks of the options, as F.max_pool2d / F.avg_pool2d make
+-- them, but when the module is made.
+local function check_pool(name, is_max, kernel_size, opts)
+  core._functional.check_pool2d(name, is_max, kernel_size, opts)
 end
 
 local MaxPool2d = Module:extend("MaxPool2d")
 
 function MaxPool2d:init(kernel_size, opts)
   local o = options.read("MaxPool2d", opts, { padding = 0, dilation = 1, ceil_mode = false }, { stride = true })
-  self.kernel_size = check_size("MaxPool2d", "kernel_size", kernel_size, 1)
-  self.stride = check_size("MaxPool2d", "stride", o.stride or kernel_size, 1)
-  self.padding = check_size("MaxPool2d", "padding", o.padding, 0)
-  self.dilation = check_size("MaxPool2d", "dilation", o.dilation, 1)
+  self.kernel_size = check_size("MaxPool2d", "kernel_size", kernel_size)
+  self.stride = check_size("MaxPool2d", "stride", o.stride or kernel_size)
+  self.padding = check_size("MaxPool2d", "padding", o.padding)
+  self.dilation = check_size("MaxPool2d", "dilation", o.dilation)
   self.ceil_mode = o.ceil_mode
+  check_pool("MaxPool2d", true, self.kernel_size, { stride = self.stride, padding = self.padding,
+    dilation = self.dilation })
 end
 
 function MaxPool2d:forward(x)
@@ -44,9 +55,10 @@ local AvgPool2d = Module:extend("AvgPool2d")
 function AvgPool2d:init(kernel_size, opts)
   local o = options.read("AvgPool2d", opts, { padding = 0, ceil_mode = false, count_include_pad = true },
     { stride = true })
-  self.kernel_size = check_size("AvgPool2d", "kernel_size", kernel_size, 1)
-  self.stride = check_size("AvgPool2d", "stride", o.stride or kernel_size, 1)
-  self.padding = check_size("AvgPool2d", "padding", o.padding, 0)
+  self.kernel_size = check_size("AvgPool2d", "kernel_size", kernel_size)
+  self.stride = check_size("AvgPool2d", "stride", o.stride or kernel_size)
+  self.padding = check_size("AvgPool2d", "padding", o.padding)
+  check_pool("AvgPool2d", false, self.kernel_size, { stride = self.stride, padding = self.padding })
   self.ceil_mode = o.ceil_mode
   self.count_include_pad = o.count_include_pad
 end
