@@ -556,4 +556,23 @@ describe("forward through lt.nn.functional", function()
     assert.same({ 2, 6 }, nn.LayerNorm(6)(lt.randn(2, 6)).shape)
     assert.same({ 1, 1, 2, 2 }, nn.AvgPool2d(2)(lt.randn(1, 1, 4, 4)).shape)
   end)
+
+  it("a module's forward options are built once, and again when a field changes", function()
+    local x = lt.randn(1, 1, 4, 4)
+    local pool = lt.nn.MaxPool2d(2)
+    assert.same({ 1, 1, 2, 2 }, pool(x).shape)
+    local first = rawget(pool, "_forward_options")
+    pool(x)
+    assert.equal(first, rawget(pool, "_forward_options")) -- no new table per call
+    pool.stride = 1
+    assert.same({ 1, 1, 3, 3 }, pool(x).shape) -- the change is seen
+    local conv = lt.nn.Conv2d(1, 1, 3)
+    assert.same({ 1, 1, 2, 2 }, conv(x).shape)
+    conv.padding = { 1, 1 }
+    assert.same({ 1, 1, 4, 4 }, conv(x).shape)
+    local relu = lt.nn.ReLU({ inplace = true })
+    local y = lt.tensor({ -1, 2 })
+    assert.equal(y, relu(y))
+    assert.same({ 0, 2 }, y:totable())
+  end)
 end)

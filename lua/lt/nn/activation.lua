@@ -4,7 +4,14 @@ local Module = require "lt.nn.module"
 local options = require "lt.nn.options"
 local raise = require "lt.user_error"
 
-local function F() return require "lt.nn.functional" end
+local functional
+local function F()
+  functional = functional or require "lt.nn.functional"
+  return functional
+end
+
+-- The fields a module's forward hands its op (options.cached).
+local GELU_OPTIONS = { "approximate" }
 
 local ReLU = Module:extend("ReLU")
 
@@ -13,7 +20,7 @@ function ReLU:init(opts)
 end
 
 function ReLU:forward(x)
-  return F().relu(x, { inplace = self.inplace })
+  return F()._relu(x, self.inplace)
 end
 
 function ReLU:extra_repr()
@@ -31,7 +38,7 @@ function GELU:init(opts)
 end
 
 function GELU:forward(x)
-  return F().gelu(x, { approximate = self.approximate })
+  return F().gelu(x, options.cached(self, GELU_OPTIONS))
 end
 
 function GELU:extra_repr()

@@ -12,7 +12,11 @@ local raise = require "lt.user_error"
 
 local Parameter = Module.Parameter
 
-local function F() return require "lt.nn.functional" end
+local functional
+local function F()
+  functional = functional or require "lt.nn.functional"
+  return functional
+end
 
 local Conv2d = Module:extend("Conv2d")
 
@@ -63,10 +67,11 @@ function Conv2d:reset_parameters()
   init.default_layer_(self.weight, self.bias)
 end
 
+-- The fields forward hands F.conv2d (options.cached: one table, not one a call).
+local CONV_OPTIONS = { "stride", "padding", "dilation", "groups" }
+
 function Conv2d:forward(x)
-  return F().conv2d(x, self.weight, self.bias, {
-    stride = self.stride, padding = self.padding, dilation = self.dilation, groups = self.groups,
-  })
+  return F().conv2d(x, self.weight, self.bias, options.cached(self, CONV_OPTIONS))
 end
 
 local function is_pair(t, a, b) return t[1] == a and t[2] == b end

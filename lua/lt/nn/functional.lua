@@ -40,15 +40,19 @@ end
 F.pad = padding.pad
 
 local function check_tensor(op, x)
-  if not core.is_tensor(x) then
-    error(string.format("%s: expected a tensor, got %s", op, type(x)), 3)
-  end
+  if not core.is_tensor(x) then raise(string.format("%s: expected a tensor, got %s", op, type(x))) end
+end
+
+-- relu with its option already read: nn.ReLU's forward calls it with the flag
+-- it read once, when made.
+function F._relu(x, inplace)
+  check_tensor("relu", x)
+  if inplace then return x:relu_() end
+  return x:relu()
 end
 
 function F.relu(x, opts)
-  check_tensor("relu", x)
-  if opts ~= nil and options.read("relu", opts, { inplace = false }).inplace then return x:relu_() end
-  return x:relu()
+  return F._relu(x, opts ~= nil and options.read("relu", opts, { inplace = false }).inplace)
 end
 
 function F.tanh(x)

@@ -42,6 +42,25 @@ function options.read(name, opts, defaults, allowed)
   return out
 end
 
+-- The options table a module's forward hands its functional op (keys: the
+-- module fields it copies), built when the module is first called and again
+-- only after one of those fields was changed on the module, so that a call
+-- makes no table (the functional op reads it as it is each time).
+function options.cached(module, keys)
+  local opts = rawget(module, "_forward_options")
+  if opts then
+    for i = 1, #keys do
+      local k = keys[i]
+      if opts[k] ~= module[k] then opts = nil break end
+    end
+    if opts then return opts end
+  end
+  opts = {}
+  for i = 1, #keys do opts[keys[i]] = module[keys[i]] end
+  rawset(module, "_forward_options", opts)
+  return opts
+end
+
 -- An integer argument at least `min`.
 function options.integer(name, what, v, min)
   -- A float with an integral value counts (3.0), but not one beyond int64 (1e300, inf).

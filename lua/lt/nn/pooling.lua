@@ -6,7 +6,11 @@ local core = require "lt.core"
 local Module = require "lt.nn.module"
 local options = require "lt.nn.options"
 
-local function F() return require "lt.nn.functional" end
+local functional
+local function F()
+  functional = functional or require "lt.nn.functional"
+  return functional
+end
 
 local function size_text(v)
   return type(v) == "table" and options.tuple(v) or tostring(v)
@@ -25,6 +29,10 @@ local function check_pool(name, is_max, kernel_size, opts)
   core._functional.check_pool2d(name, is_max, kernel_size, opts)
 end
 
+-- The fields each forward hands its op (options.cached: one table, not one a call).
+local MAX_POOL_OPTIONS = { "stride", "padding", "dilation", "ceil_mode" }
+local AVG_POOL_OPTIONS = { "stride", "padding", "ceil_mode", "count_include_pad" }
+
 local MaxPool2d = Module:extend("MaxPool2d")
 
 function MaxPool2d:init(kernel_size, opts)
@@ -39,9 +47,7 @@ function MaxPool2d:init(kernel_size, opts)
 end
 
 function MaxPool2d:forward(x)
-  return F().max_pool2d(x, self.kernel_size, {
-    stride = self.stride, padding = self.padding, dilation = self.dilation, ceil_mode = self.ceil_mode,
-  })
+  return F().max_pool2d(x, self.kernel_size, options.cached(self, MAX_POOL_OPTIONS))
 end
 
 function MaxPool2d:extra_repr()
@@ -64,10 +70,7 @@ function AvgPool2d:init(kernel_size, opts)
 end
 
 function AvgPool2d:forward(x)
-  return F().avg_pool2d(x, self.kernel_size, {
-    stride = self.stride, padding = self.padding, ceil_mode = self.ceil_mode,
-    count_include_pad = self.count_include_pad,
-  })
+  return F().avg_pool2d(x, self.kernel_size, options.cached(self, AVG_POOL_OPTIONS))
 end
 
 function AvgPool2d:extra_repr()
