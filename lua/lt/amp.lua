@@ -12,6 +12,7 @@
 -- overflow. bfloat16 has float32's range and needs no scaler.
 local core = require "lt.core"
 local methods = require "lt.methods"
+local options_reader = require "lt.nn.options"
 local raise = require "lt.user_error"
 local by_device = require "lt.by_device"
 local not_applied = require "lt.not_applied"
@@ -57,7 +58,7 @@ local function check_options(opts)
   if opts == nil then opts = {} end
   if type(opts) ~= "table" then raise("GradScaler: expected an options table, got " .. type(opts)) end
   for key in pairs(opts) do
-    if DEFAULTS[key] == nil then raise(string.format("GradScaler: unknown option '%s'", tostring(key))) end
+    if DEFAULTS[key] == nil then options_reader.unknown("GradScaler", key, DEFAULTS) end
   end
   local o = {}
   for key, value in pairs(DEFAULTS) do

@@ -6,6 +6,7 @@
 --   function Square.forward(ctx, x) ctx:save_for_backward(x) return x * x end
 --   function Square.backward(ctx, g) local x = ctx:saved_tensors() return 2 * x * g end
 --   local y = Square.apply(x)
+local raise = require "lt.user_error"
 local class = require "lt.class"
 local core = require "lt.core"
 
@@ -27,7 +28,7 @@ function Context:save_for_backward(...)
   local list = pack(...)
   for i = 1, list.n do
     if not is_tensor(list[i]) then
-      error(string.format("save_for_backward: argument %d is not a tensor (%s)", i, type(list[i])), 2)
+      raise(string.format("save_for_backward: argument %d is not a tensor (%s)", i, type(list[i])))
     end
   end
   list.n = nil
@@ -38,7 +39,7 @@ end
 function Context:saved_tensors()
   local saved = rawget(self, "_saved")
   if not saved then
-    error("saved_tensors: saved tensors can only be read inside backward (they are freed after it)", 2)
+    raise("saved_tensors: saved tensors can only be read inside backward (they are freed after it)")
   end
   return unpack(saved)
 end
@@ -63,8 +64,8 @@ end
 
 local function apply(cls, ...)
   local name = cls.__name
-  if type(cls.forward) ~= "function" then error(name .. ": forward is not defined", 3) end
-  if type(cls.backward) ~= "function" then error(name .. ": backward is not defined", 3) end
+  if type(cls.forward) ~= "function" then raise(name .. ": forward is not defined") end
+  if type(cls.backward) ~= "function" then raise(name .. ": backward is not defined") end
   local args = pack(...)
   local grad_on = core.is_grad_enabled()
   local ctx = setmetatable({ needs_input_grad = {} }, Context)
@@ -96,7 +97,7 @@ end
 -- and call Class.apply(...).
 function Function:extend(name)
   if type(name) ~= "string" then
-    error("Function:extend: expected a class name, got " .. type(name), 2)
+    raise("Function:extend: expected a class name, got " .. type(name))
   end
   local cls = class.extend(self, name)
   cls.__name = name
@@ -129,7 +130,7 @@ local function scalar_of(outputs)
       total = total and total + term or term
     end
   end
-  if not total then error("gradcheck: the function returned no floating point tensor", 3) end
+  if not total then raise("gradcheck: the function returned no floating point tensor") end
   return total
 end
 

@@ -12,6 +12,7 @@
 -- argument requires grad, a dummy input that does ties the outputs to the
 -- node anyway, so that parameters inside fn still receive gradients (the
 -- output of PyTorch's checkpoint would not require grad there).
+local raise = require "lt.user_error"
 local core = require "lt.core"
 local autograd = require "lt.autograd"
 local recompute = require "lt.recompute"
@@ -185,7 +186,7 @@ end
 -- at backward instead of kept.
 return function(fn, ...)
   if type(fn) ~= "function" and not (type(fn) == "table" and getmetatable(fn) and getmetatable(fn).__call) then
-    error("checkpoint: expected a function or a module, got " .. type(fn), 2)
+    raise("checkpoint: expected a function or a module, got " .. type(fn))
   end
   if not core.is_grad_enabled() then return fn(...) end
   local n = select("#", ...)

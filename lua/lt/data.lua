@@ -1,4 +1,6 @@
 -- lt.data: data sets and a loader that cuts them into (shuffled) batches.
+local options_reader = require "lt.nn.options"
+local raise = require "lt.user_error"
 local core = require "lt.core"
 local methods = require "lt.methods"
 
@@ -19,10 +21,10 @@ end
 local function check_options(op, opts, allowed)
   if opts == nil then return {} end
   if type(opts) ~= "table" then
-    error(string.format("%s: expected an options table, got %s", op, type(opts)), 3)
+    raise(string.format("%s: expected an options table, got %s", op, type(opts)))
   end
   for key in pairs(opts) do
-    if not allowed[key] then error(string.format("%s: unknown option '%s'", op, tostring(key)), 3) end
+    if not allowed[key] then options_reader.unknown(op, key, allowed) end
   end
   return opts
 end
@@ -35,11 +37,11 @@ function data.fashion_mnist(split, opts)
   opts = check_options("fashion_mnist", opts, { dir = true })
   local prefix = SPLIT_PREFIX[split]
   if not prefix then
-    error(string.format("fashion_mnist: unknown split '%s' (expected \"train\" or \"test\")", tostring(split)), 2)
+    raise(string.format("fashion_mnist: unknown split '%s' (expected \"train\" or \"test\")", tostring(split)))
   end
   local dir = opts.dir or DEFAULT_DIR
-  if type(dir) ~= "string" then error("fashion_mnist: dir must be a string, got " .. type(dir), 2) end
-  if dir:find("\0", 1, true) then error("fashion_mnist: dir contains a NUL character", 2) end
+  if type(dir) ~= "string" then raise("fashion_mnist: dir must be a string, got " .. type(dir)) end
+  if dir:find("\0", 1, true) then raise("fashion_mnist: dir contains a NUL character") end
   local images_path = string.format("%s/%s-images-idx3-ubyte.gz", dir, prefix)
   local labels_path = string.format("%s/%s-labels-idx1-ubyte.gz", dir, prefix)
   for _, path in ipairs { images_path, labels_path } do
@@ -62,7 +64,7 @@ function data.fashion_mnist(split, opts)
     local max = labels:max()
     local above = max:item() > 9
     max:free()
-    if above then error(string.format("fashion_mnist: %s holds a label above 9", labels_path), 2) end
+    if above then raise(string.format("fashion_mnist: %s holds a label above 9", labels_path)) end
   end
   -- The file's bytes and the int64 copy are freed here, not left to the
   -- collector: at 60000 labels they are 0.5 MiB that nobody holds.
@@ -93,7 +95,7 @@ end
 local function dataset_tensors(dataset)
   if core.is_tensor(dataset) then dataset = { dataset } end
   if type(dataset) ~= "table" then
-    error("DataLoader: expected a dataset (a tensor or a table of tensors), got " .. type(dataset), 4)
+    raise("DataLoader: expected a dataset (a tensor or a table of tensors), got " .. type(dataset))
   end
   local tensors, names = {}, nil
   if #dataset > 0 then
@@ -104,15 +106,15 @@ local function dataset_tensors(dataset)
     table.sort(names, function(a, b) return tostring(a) < tostring(b) end)
     for i, name in ipairs(names) do tensors[i] = dataset[name] end
   end
-  if #tensors == 0 then error("DataLoader: the dataset holds no tensors", 4) end
+  if #tensors == 0 then raise("DataLoader: the dataset holds no tensors") end
   local n
   for i, t in ipairs(tensors) do
     local label = names and ("'" .. tostring(names[i]) .. "'") or ("tensor " .. i)
-    if not core.is_tensor(t) then error(string.format("DataLoader: dataset %s is a %s, not a tensor", label, type(t)), 4) end
-    if t:dim() == 0 then error(string.format("DataLoader: dataset %s is 0-dimensional", label), 4) end
+    if not core.is_tensor(t) then raise(string.format("DataLoader: dataset %s is a %s, not a tensor", label, type(t))) end
+    if t:dim() == 0 then raise(string.format("DataLoader: dataset %s is 0-dimensional", label)) end
     n = n or t.shape[1]
     if t.shape[1] ~= n then
-      error(string.format("DataLoader: dataset tensors differ in their first size (%d and %d for %s)", n, t.shape[1], label), 4)
+      raise(string.format("DataLoader: dataset tensors differ in their first size (%d and %d for %s)", n, t.shape[1], label))
     end
   end
   return tensors, names, n
@@ -138,14 +140,14 @@ function data.DataLoader(dataset, opts)
   local tensors, names, n = dataset_tensors(dataset)
   local batch_size = opts.batch_size or 1
   if math.type(batch_size) ~= "integer" or batch_size < 1 then
-    error("DataLoader: batch_size must be a positive integer, got " .. tostring(batch_size), 2)
+    raise("DataLoader: batch_size must be a positive integer, got " .. tostring(batch_size))
   end
   if opts.seed ~= nil and math.type(opts.seed) ~= "integer" then
-    error("DataLoader: seed must be an integer, got " .. tostring(opts.seed), 2)
+    raise("DataLoader: seed must be an integer, got " .. tostring(opts.seed))
   end
   for _, flag in ipairs { "shuffle", "drop_last", "pin_memory" } do
     if opts[flag] ~= nil and type(opts[flag]) ~= "boolean" then
-      error(string.format("DataLoader: %s must be a boolean, got %s", flag, type(opts[flag])), 2)
+      raise(string.format("DataLoader: %s must be a boolean, got %s", flag, type(opts[flag])))
     end
   end
   return setmetatable({
@@ -172,7 +174,7 @@ end
 --- a run: its shuffled order is the one an uninterrupted run would see.
 function DataLoader:set_epoch(k)
   if math.type(k) ~= "integer" or k < 1 then
-    error("DataLoader: set_epoch expects a positive integer, got " .. tostring(k), 2)
+    raise("DataLoader: set_epoch expects a positive integer, got " .. tostring(k))
   end
   self._next_epoch = k
 end

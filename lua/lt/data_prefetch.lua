@@ -11,6 +11,7 @@
 --   * batch k's tensors were allocated on the copy stream but are used on the
 --     compute stream: record_stream tells the caching allocator, so their
 --     blocks are reused only once the compute stream has finished with them.
+local raise = require "lt.user_error"
 local core = require "lt.core"
 
 local function is_cuda(device)
@@ -41,7 +42,7 @@ end
 --- out on device. On the CPU the batches pass through unchanged.
 return function(batches, device)
   if type(batches) ~= "function" then
-    error("data.prefetch: expected a batch iterator (loader:iter()), got " .. type(batches), 2)
+    raise("data.prefetch: expected a batch iterator (loader:iter()), got " .. type(batches))
   end
   device = device or "cpu"
   if type(device) ~= "string" or not (device == "cpu" or is_cuda(device)) then

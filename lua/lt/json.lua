@@ -21,7 +21,7 @@ local json = {}
 json.null = setmetatable({}, {
   __name = "lt.json.null",
   __tostring = function() return "json.null" end,
-  __newindex = function() error("json.null is read-only", 2) end,
+  __newindex = function() raise("json.null is read-only") end,
 })
 
 -- Lua functions do not use the C stack, but a bound keeps a hostile "[[[[..." from

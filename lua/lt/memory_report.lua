@@ -6,6 +6,8 @@
 -- timeline. The file is written next to its destination and renamed into
 -- place, so a reader never sees half a page.
 
+local options_reader = require "lt.nn.options"
+local raise = require "lt.user_error"
 local timeline = require "lt.memory_timeline"
 local assets = require "lt.memory_report.assets"
 
@@ -244,20 +246,20 @@ end
 -- temporary left behind by a process killed while writing.
 local function write_atomically(path, text)
   local ok, err = pcall(require("lt.core")._write_file, "memory.report", path, text)
-  if not ok then error((tostring(err):gsub("^[^\n:]*:%d+: ", "")), 3) end
+  if not ok then raise((tostring(err):gsub("^[^\n:]*:%d+: ", ""))) end
 end
 
 return function(memory, version)
   return function(path, opts)
     if type(path) ~= "string" then
-      error("memory.report: expected a file path, got " .. type(path), 2)
+      raise("memory.report: expected a file path, got " .. type(path))
     end
     -- io.open would stop at the NUL and write another file.
-    if path:find("\0", 1, true) then error("memory.report: the path contains a NUL character", 2) end
+    if path:find("\0", 1, true) then raise("memory.report: the path contains a NUL character") end
     opts = opts or {}
-    if type(opts) ~= "table" then error("memory.report: expected an options table, got " .. type(opts), 2) end
+    if type(opts) ~= "table" then raise("memory.report: expected an options table, got " .. type(opts)) end
     for k in pairs(opts) do
-      if k ~= "title" then error("memory.report: unknown option '" .. tostring(k) .. "' (expected title)", 2) end
+      if k ~= "title" then options_reader.unknown("memory.report", k, { title = true }) end
     end
     -- As lua.c builds arg, arg[0] is the script when arg[-1] (the host) is there.
     local args = rawget(_G, "arg")

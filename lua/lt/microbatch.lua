@@ -29,6 +29,7 @@
 -- fails halfway would leave partial sums in the old ones); a failure drops
 -- the fresh ones and restores the old, a success adds the old into the
 -- fresh. Only gradients that existed before the call cost memory twice.
+local raise = require "lt.user_error"
 local core = require "lt.core"
 
 local grad_of, set_grad = core._grad, core._set_grad
@@ -37,7 +38,7 @@ local grad_of, set_grad = core._grad, core._set_grad
 local remembered = setmetatable({}, { __mode = "k" })
 
 local function fail(fmt, ...)
-  error("lt.microbatch: " .. fmt:format(...), 3)
+  raise("lt.microbatch: " .. fmt:format(...))
 end
 
 -- Whether err is the allocator's out of memory ("chunk:line: out of memory

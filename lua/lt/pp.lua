@@ -7,6 +7,7 @@
 -- A value with its own __tostring (a tensor, a module, an optimizer) prints as
 -- it says; inside a table a tensor or a module is one summary line. Output longer than
 -- a line puts one entry per line, indented.
+local raise = require "lt.user_error"
 local core = require "lt.core"
 
 local pp = {}
@@ -107,7 +108,7 @@ function pp.format(v, opts)
   if type(v) ~= "table" or has_tostring(v) then return tostring(v) end
   local depth = opts and opts.depth or DEFAULT_DEPTH
   if math.type(depth) ~= "integer" or depth < 1 then
-    error(string.format("lt.pp: depth must be a positive integer, got %s", tostring(depth)), 2)
+    raise(string.format("lt.pp: depth must be a positive integer, got %s", tostring(depth)))
   end
   return format_table(v, depth, {}, "")
 end

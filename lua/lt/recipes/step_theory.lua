@@ -19,6 +19,7 @@
 -- run; parameter gradients are made by the first backward that reaches them
 -- (zero_grad set them to nil), in float32; every tensor takes the allocator's
 -- blocks (a multiple of 512 bytes).
+local raise = require "lt.user_error"
 local theory = {}
 
 local LOWER = 2 -- bytes of a bfloat16 or float16 element (autocast)
@@ -189,7 +190,7 @@ function theory.describe(model, x)
       local buffer_bytes = 0
       for _, b in ipairs(m:buffers()) do buffer_bytes = buffer_bytes + blocks(b:nbytes()) end
       local kind = getmetatable(m).__name
-      if not layers[kind] then error("step_theory: no rule for a " .. tostring(kind) .. " layer", 2) end
+      if not layers[kind] then raise("step_theory: no rule for a " .. tostring(kind) .. " layer") end
       described[i] = { kind = kind, module = m, in_numel = x:numel(), out_numel = y:numel(), params = params,
         buffer_bytes = buffer_bytes, channels = kind == "BatchNorm2d" and x:size(2) or nil, inplace = m.inplace }
       x = y

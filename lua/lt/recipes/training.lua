@@ -8,6 +8,7 @@
 -- Loading it restores all of these, so a resumed run continues exactly as an
 -- uninterrupted one would.
 
+local raise = require "lt.user_error"
 local core = require "lt.core"
 local usage_error = require("lt.recipes.cli").usage_error
 
@@ -39,12 +40,12 @@ local function serialise(v)
     end
     return "{" .. table.concat(parts, ",") .. "}"
   end
-  error("training: cannot save a value of type " .. t .. " in a checkpoint", 3)
+  raise("training: cannot save a value of type " .. t .. " in a checkpoint")
 end
 
 local function deserialise(text, what)
   local chunk, err = load("return " .. text, "=" .. what, "t", {math = {huge = math.huge}})
-  if not chunk then error("training: corrupt checkpoint field " .. what .. ": " .. err, 3) end
+  if not chunk then raise("training: corrupt checkpoint field " .. what .. ": " .. err) end
   return chunk()
 end
 
@@ -83,7 +84,7 @@ function training.load_checkpoint(path, parts)
   local class = parts.scheduler and getmetatable(parts.scheduler).name
   if class and meta.scheduler_class and meta.scheduler_class ~= class then
     -- Checked before anything is restored: a refused resume changes nothing.
-    error(("training: %s holds a %s schedule, this run has a %s"):format(path, meta.scheduler_class, class), 2)
+    raise(("training: %s holds a %s schedule, this run has a %s"):format(path, meta.scheduler_class, class))
   end
   local model_sd = {}
   for name, t in pairs(tensors) do
@@ -92,7 +93,7 @@ function training.load_checkpoint(path, parts)
   end
   parts.model:load_state_dict(model_sd)
   if parts.optimizer then
-    if not meta.optim_state then error("training: " .. path .. " holds no optimizer state", 2) end
+    if not meta.optim_state then raise("training: " .. path .. " holds no optimizer state") end
     local state = deserialise(meta.optim_state, "optim_state")
     for name, t in pairs(tensors) do
       local index, key = name:match("^optim%.(%d+)%.(.+)$")
