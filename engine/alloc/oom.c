@@ -1,5 +1,5 @@
 /* What happens when an allocation misses both the cache and the device
- * (DESIGN.md, Memory model §4): the out-of-memory hook (a full Lua collection,
+ * (docs/DESIGN.md, Memory model, 4): the out-of-memory hook (a full Lua collection,
  * whose finalizers give bytes back), the cache again, then every entirely free
  * segment released and one more try, as PyTorch's malloc does with
  * release_cached_blocks; then, where PyTorch raises, a segment of the

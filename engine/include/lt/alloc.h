@@ -109,7 +109,7 @@ LT_API void lt_alloc_set_collect_marks(lt_device dev, size_t allocated_mark, siz
  * same again (counted in num_alloc_retries); then a fallback segment of the
  * request's size (rounded up to 2 MiB in the large pool; in the small pool
  * what the limit leaves, up to 2 MiB), counted in num_segment_fallbacks.
- * Only then LT_ERR_OOM with the message of DESIGN.md Memory model §4, which
+ * Only then LT_ERR_OOM with the message of docs/DESIGN.md (Memory model, 4), which
  * says whether the limit is really reached ("allocated is only 2.0 MiB below
  * the limit, a 4.0 MiB segment needed") or the free cached bytes are too
  * fragmented ("8.0 MiB free in cached blocks, but no free block of 4.0 MiB:
