@@ -261,7 +261,7 @@ describe("lt.amp.GradScaler", function()
   end)
 
   it("follows the update rule over a run with injected inf and NaN steps", function()
-    -- Expected sequence derived by hand from the rule (REFERENCE.md, torch._amp_update_scale_):
+    -- Expected sequence derived by hand from the rule (PyTorch's torch._amp_update_scale_):
     -- a step with inf/NaN multiplies the scale by backoff (0.5) and resets the counter; each
     -- finite step counts, and growth_interval (3) of them in a row multiply it by growth (2).
     -- PyTorch's GradScaler needs CUDA, so this is not a recorded fixture.
