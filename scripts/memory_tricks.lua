@@ -8,9 +8,13 @@
 local lt = lt or require "lt"
 local cli, tricks = require "lt.recipes.cli", require "lt.recipes.memory_tricks"
 
+-- The ids in the table's order, for --help and for a mistaken --only.
+local ids = {}
+for i, t in ipairs(tricks.techniques) do ids[i] = t.id end
+
 local opts = cli.parse(arg, {
   {"markdown", false, "print the table in Markdown (the README's)"},
-  {"only", "", "measure one technique (an id: inplace_relu, close, sgd, ...)"},
+  {"only", "", "measure one technique only: " .. table.concat(ids, ", "), arg = "ID"},
 }, "scripts/memory_tricks.lua")
 
 -- One thread: the figures do not depend on it, and the runs stay comparable.
@@ -19,7 +23,10 @@ lt.set_num_threads(1)
 local only
 if opts.only ~= "" then
   local t = tricks.techniques[opts.only]
-  if not t then cli.usage_error("scripts/memory_tricks.lua: unknown technique '" .. opts.only .. "'") end
+  if not t then
+    cli.usage_error(("scripts/memory_tricks.lua: unknown technique '%s'; --only takes one of: %s")
+      :format(opts.only, table.concat(ids, ", ")))
+  end
   only = { t }
 end
 local rows = tricks.measure_all(only)

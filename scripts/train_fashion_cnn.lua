@@ -1,9 +1,11 @@
 -- Fashion-MNIST with a small convolutional network: two blocks of
 -- conv3x3-BatchNorm-ReLU-maxpool (32 and 64 channels), then 3136-128-10, Adam
 -- with a cosine learning-rate schedule.
--- The loop, checkpoints and progress bar are lua/lt/recipes/training.lua's.
+-- The loop, checkpoints, progress bars and metrics log are
+-- lua/lt/recipes/training.lua's.
 -- The last line printed is "test accuracy 0.XXXX".
 --   lt scripts/train_fashion_cnn.lua [--epochs 5] [--lr 0.001] [--checkpoint F [--resume]] ...
+--   lt scripts/train_fashion_cnn.lua --limit 2000 --metrics run.jsonl --plot run.html   # a quick run, its curves
 --   lt scripts/train_fashion_cnn.lua --help
 -- Memory options: --amp bf16|fp16 (autocast; fp16 adds a GradScaler),
 -- --checkpoint_segments N (recompute activations in N segments), --accum K
@@ -14,8 +16,8 @@ local nn, optim = lt.nn, lt.optim
 local cli, training = require "lt.recipes.cli", require "lt.recipes.training"
 
 local opts = cli.parse(arg, training.fashion_options(training.memory_options {
-  {"epochs", 5, "passes over the training set"},
-  {"lr", 0.001, "learning rate"},
+  {"epochs", 5, "passes over the training set", min = 1},
+  {"lr", 0.001, "learning rate (the cosine schedule starts there)", min = 0},
 }), "scripts/train_fashion_cnn.lua")
 local train, test = training.fashion_loaders(opts)
 

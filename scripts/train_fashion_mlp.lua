@@ -1,16 +1,18 @@
 -- Fashion-MNIST with a multi-layer perceptron (784-256-128-10), SGD with
--- momentum and a cosine learning-rate schedule. The loop, checkpoints and progress bar are lua/lt/recipes/training.lua's.
+-- momentum and a cosine learning-rate schedule. The loop, checkpoints,
+-- progress bars and metrics log are lua/lt/recipes/training.lua's.
 -- The last line printed is "test accuracy 0.XXXX".
 --   lt scripts/train_fashion_mlp.lua [--epochs 10] [--lr 0.05] [--checkpoint F [--resume]] ...
+--   lt scripts/train_fashion_mlp.lua --limit 2000 --metrics run.jsonl --plot run.html   # a quick run, its curves
 --   lt scripts/train_fashion_mlp.lua --help
 local lt = lt or require "lt"
 local nn, optim = lt.nn, lt.optim
 local cli, training = require "lt.recipes.cli", require "lt.recipes.training"
 
 local opts = cli.parse(arg, training.fashion_options {
-  {"epochs", 10, "passes over the training set"},
-  {"lr", 0.05, "learning rate"},
-  {"momentum", 0.9, "SGD momentum"},
+  {"epochs", 10, "passes over the training set", min = 1},
+  {"lr", 0.05, "learning rate (the cosine schedule starts there)", min = 0},
+  {"momentum", 0.9, "SGD momentum", min = 0},
 }, "scripts/train_fashion_mlp.lua")
 local train, test = training.fashion_loaders(opts)
 

@@ -5,7 +5,10 @@
  * "1.0000e+10") and the width all of them are padded to, so columns line up.
  * Then the nested brackets are written with PyTorch's indentation, line
  * wrapping at 80 columns and "..." summaries beyond 1000 elements. Only the
- * suffixes differ from PyTorch: lt writes dtype=float16, not torch.float16. */
+ * suffixes differ from PyTorch: lt writes dtype=float16, not torch.float16,
+ * and requires_grad=true in Lua's spelling, as modules print their flags
+ * (bias=true); elements of a bool tensor keep PyTorch's True/False, which
+ * line up as PyTorch's columns do. */
 #include "lt/alloc.h"
 #include "lt/print.h"
 
@@ -320,7 +323,7 @@ static void write_tensor(strbuf *sb, const lt_tensor *t, const lt_tensor *shown)
   if (grad_fn)
     add_suffix(&s, "grad_fn=<%s>", grad_fn);
   else if (t->requires_grad)
-    add_suffix(&s, "requires_grad=True");
+    add_suffix(&s, "requires_grad=true");
   write_suffixes(sb, &s, indent);
 }
 

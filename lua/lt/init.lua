@@ -52,15 +52,20 @@ lt.checkpoint = require "lt.checkpoint"
 lt.amp = require "lt.amp"
 lt.microbatch = require "lt.microbatch"
 lt.pp = require "lt.pp" -- print with tables shown readably (the REPL shows results so)
+-- lt.help(x) prints the doc of x (lua/lt/help/): the docs are data that
+-- most runs never read, so they load on the first call.
+function lt.help(...) return require("lt.help").show(...) end
 
 -- lt.text (tokenizers reading a tokenizer.json) loads on first use: most
--- scripts never tokenize, and it would add a sixth to lt's start-up.
+-- scripts never tokenize, and it would add a sixth to lt's start-up. So do
+-- lt.progress (bars for loops) and lt.plot (a training run's curves as HTML).
+local lazy = { text = "lt.text", progress = "lt.progress", plot = "lt.plot" }
 return setmetatable(lt, {
   __index = function(t, key)
-    if key == "text" then
-      local text = require "lt.text"
-      rawset(t, key, text)
-      return text
+    if lazy[key] then
+      local module = require(lazy[key])
+      rawset(t, key, module)
+      return module
     end
   end,
 })

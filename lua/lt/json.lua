@@ -1,8 +1,10 @@
 -- lt.json: a strict JSON (RFC 8259) decoder, enough to read the configuration files
--- models come with (tokenizer.json, config.json).
+-- models come with (tokenizer.json, config.json), and an encoder for the logs lt
+-- writes (the recipes' --metrics lines).
 --
 --   local json = require "lt.json"
 --   local value = json.decode(text [, source])
+--   local text = json.encode(value [, {order = {"kind", "step"}}])
 --
 -- Objects and arrays become Lua tables (arrays 1-based), strings stay UTF-8, numbers
 -- without a fraction or exponent become Lua integers when they fit in 64 bits (floats
@@ -261,6 +263,137 @@ function json.decode(text, source)
   pos = parser:skip(pos)
   if pos <= #text then parser:fail(pos, "unexpected " .. parser:describe(pos) .. " after the value") end
   return value
+end
+
+-- ---- encoding ----
+
+-- Control characters as JSON spells them; the rest of the C0 range as \\u00XX.
+local ENCODE_ESCAPES = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f",
+  ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
+for c = 0, 31 do
+  local ch = char(c)
+  ENCODE_ESCAPES[ch] = ENCODE_ESCAPES[ch] or string.format("\\u%04x", c)
+end
+
+-- The shortest %.Ng that reads back as the same double, so that 0.1 is
+-- written "0.1" and not "0.10000000000000001"; a float that prints as an
+-- integer gets ".0", so that decode gives a float back.
+local function encode_float(v)
+  local s
+  for digits = 15, 17 do
+    s = string.format("%." .. digits .. "g", v)
+    if tonumber(s) == v then break end
+  end
+  if not find(s, "[.eEn]") then s = s .. ".0" end
+  return s
+end
+
+-- The value at path (as "$.epochs[2].loss") for messages.
+local function child_path(path, key)
+  if math.type(key) == "integer" then return path .. "[" .. key .. "]" end
+  if find(key, "^[%a_][%w_]*$") then return path .. "." .. key end
+  return path .. "[" .. string.format("%q", key) .. "]"
+end
+
+-- Keys of an object in the output's order: those named in `order` first, in
+-- its order, then the others sorted, so that the same table always gives
+-- the same text.
+local function ordered_keys(t, order, rank)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    local ra, rb = rank[a], rank[b]
+    if ra and rb then return ra < rb end
+    if ra or rb then return ra ~= nil end
+    return a < b
+  end)
+  return keys
+end
+
+local Encoder = {}
+Encoder.__index = Encoder
+
+function Encoder:fail(path, what) raise("json.encode: " .. what .. " at " .. path) end
+
+function Encoder:value(v, path, depth, out)
+  local kind = type(v)
+  if v == nil or v == json.null then
+    out[#out + 1] = "null"
+  elseif kind == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif kind == "number" then
+    if math.type(v) == "integer" then
+      out[#out + 1] = string.format("%d", v)
+    elseif v ~= v or v == math.huge or v == -math.huge then
+      -- JSON has no NaN or infinity; null, as JavaScript's JSON.stringify
+      -- writes them (a diverged loss should not stop a log).
+      out[#out + 1] = "null"
+    else
+      out[#out + 1] = encode_float(v)
+    end
+  elseif kind == "string" then
+    if not utf8.len(v) then self:fail(path, "string is not valid UTF-8") end
+    out[#out + 1] = '"' .. v:gsub('[%c"\\]', ENCODE_ESCAPES) .. '"'
+  elseif kind == "table" then
+    if depth >= MAX_DEPTH then self:fail(path, "nesting deeper than " .. MAX_DEPTH .. " levels") end
+    if self.open[v] then self:fail(path, "a table that contains itself") end
+    self.open[v] = true
+    -- An array is a table whose keys are exactly 1..n; an empty table is an
+    -- object ({}), as lua-cjson writes it.
+    local n, count, strings = #v, 0, 0
+    for k in pairs(v) do
+      count = count + 1
+      if type(k) == "string" then strings = strings + 1 end
+    end
+    if n > 0 and count == n then
+      out[#out + 1] = "["
+      for i = 1, n do
+        if i > 1 then out[#out + 1] = "," end
+        self:value(v[i], child_path(path, i), depth + 1, out)
+      end
+      out[#out + 1] = "]"
+    elseif strings == count then
+      out[#out + 1] = "{"
+      for i, k in ipairs(ordered_keys(v, self.order, self.rank)) do
+        if i > 1 then out[#out + 1] = "," end
+        self:value(k, path, depth + 1, out)
+        out[#out + 1] = ":"
+        self:value(v[k], child_path(path, k), depth + 1, out)
+      end
+      out[#out + 1] = "}"
+    else
+      self:fail(path, "a table that is neither an array (keys 1..n) nor an object (string keys)")
+    end
+    self.open[v] = nil
+  else
+    self:fail(path, "cannot encode a " .. kind)
+  end
+end
+
+--- Encodes value as one line of JSON text. Tables with keys 1..n become
+--- arrays, tables with string keys objects (keys sorted, after those listed
+--- in opts.order), nil and json.null null; NaN and infinities become null, as
+--- JavaScript writes them; integers stay integers and floats keep a
+--- fraction or exponent (1.0, not 1), so json.decode gives the same types
+--- back. Anything else (functions, userdata, mixed or sparse tables,
+--- cycles, invalid UTF-8) is an error naming where it is: "json.encode:
+--- cannot encode a function at $.opts.f".
+function json.encode(value, opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    raise("json.encode: expected an options table, got " .. type(opts))
+  end
+  local order = {}
+  for k, v in pairs(opts or {}) do
+    if k ~= "order" then require("lt.nn.options").unknown("json.encode", k, { order = true }) end
+    if type(v) ~= "table" then raise("json.encode: order must be a list of keys, got " .. type(v)) end
+    order = v
+  end
+  local rank = {}
+  for i, k in ipairs(order) do rank[k] = i end
+  local encoder = setmetatable({ open = {}, order = order, rank = rank }, Encoder)
+  local out = {}
+  encoder:value(value, "$", 0, out)
+  return table.concat(out)
 end
 
 return json

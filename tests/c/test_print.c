@@ -148,7 +148,7 @@ static void test_views_and_flags(void) {
 
   t = from_doubles((double[]){1, 2}, (int64_t[]){2}, 1, LT_FLOAT32);
   t->requires_grad = true;
-  check_prints(t, "tensor([1., 2.], requires_grad=True)");
+  check_prints(t, "tensor([1., 2.], requires_grad=true)");
 
   int64_t shape[] = {2, 7};
   double values[] = {868, -81, -588, 472, 229, 118, 67, 150, 352, 500, 864, -800, 576, -241};
@@ -156,7 +156,7 @@ static void test_views_and_flags(void) {
   t->requires_grad = true;
   check_prints(t, "tensor([[ 868.,  -81., -588.,  472.,  229.,  118.,   67.],\n"
                   "        [ 150.,  352.,  500.,  864., -800.,  576., -241.]], dtype=bfloat16,\n"
-                  "       requires_grad=True)");
+                  "       requires_grad=true)");
 
   CHECK(lt_tensor_to_string(NULL) == NULL);
 }
