@@ -10,6 +10,7 @@
 #include "interrupt.h"
 #include "line_input.h"
 #include "repl.h"
+#include "repl_help.h"
 #include "repl_history.h"
 #include "runner.h"
 
@@ -50,6 +51,15 @@ static enum chunk_result read_chunk(lua_State *L, int *status) {
   line_status got = line_input_read(prompt(L, 1), &line);
   if (got == LINE_END) return CHUNK_END;
   if (got == LINE_INTERRUPTED) return CHUNK_NONE;
+  if (repl_help_push(L, line)) { /* ?x: lt.help's doc of x */
+    size_t len;
+    const char *code = lua_tolstring(L, -1, &len);
+    *status = luaL_loadbuffer(L, code, len, "=stdin");
+    lua_remove(L, -2); /* the code */
+    repl_history_add(line);
+    free(line);
+    return CHUNK_READY;
+  }
   if (try_as_expression(L, line)) {
     repl_history_add(line);
     free(line);
@@ -146,6 +156,7 @@ void repl_run(lua_State *L) {
     repl_history_load();
     completion_install(L);
   }
+  repl_help_install(L);
   interrupt_enter_prompt_mode();
   for (;;) {
     lua_settop(L, 0);

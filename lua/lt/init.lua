@@ -58,8 +58,9 @@ function lt.help(...) return require("lt.help").show(...) end
 
 -- lt.text (tokenizers reading a tokenizer.json) loads on first use: most
 -- scripts never tokenize, and it would add a sixth to lt's start-up. So do
--- lt.progress (bars for loops) and lt.plot (a training run's curves as HTML).
-local lazy = { text = "lt.text", progress = "lt.progress", plot = "lt.plot" }
+-- lt.progress (bars for loops), lt.plot (a training run's curves as HTML)
+-- and lt.models (the model zoo).
+local lazy = { text = "lt.text", progress = "lt.progress", plot = "lt.plot", models = "lt.models" }
 return setmetatable(lt, {
   __index = function(t, key)
     if lazy[key] then

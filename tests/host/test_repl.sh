@@ -161,6 +161,13 @@ else
 fi
 press C-c
 
+# IPython's and trepl's help syntax: ?x and x? print lt.help's doc (lua/lt/help/).
+enter '?lt.nn.Linear' '^nn\.Linear\(in_features, out_features, \{bias=true' "?lt.nn.Linear prints nn.Linear's doc"
+enter '?lt.randn' '^lt\.randn\(size\.\.\., \{dtype=, device=, requires_grad=\}\)$' "?lt.randn prints lt.randn's doc"
+enter 't:sum?' '^t:sum\(\[dims\] \[, keepdim\]\)$' "t:sum? prints the doc of the tensor method"
+enter '?lt.nn.Lineer' "no entry for 'lt.nn.Lineer' \(did you mean 'nn.Linear'\?\)" "?name with a typo says which name was meant"
+enter 'help(lt.nn.ReLU)' '^nn\.ReLU\(\{inplace=false\}\)$' "help(x) prints the doc too"
+
 enter 'print("history-marker-" .. 123)' '^history-marker-123$' "a line to find in the history"
 
 enter 'lt.ones(2,2)' 'tensor\(' "a tensor prints through tostring" \

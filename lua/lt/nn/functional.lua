@@ -8,12 +8,15 @@
 --   F.pad(x, {left, right, top, bottom, ...}, {mode="constant", value=0})  (pairs from the last dim; negative crops)
 --   F.max_pool2d(x, k, {stride=, padding=, dilation=, ceil_mode=, return_indices=})
 --   F.avg_pool2d(x, k, {stride=, padding=, ceil_mode=, count_include_pad=, divisor_override=})
+--   F.adaptive_avg_pool2d(x, output_size)   output_size: an integer or {h, w} (false keeps that input size)
 --   F.batch_norm(x, running_mean, running_var, w, b, {training=false, momentum=0.1, eps=1e-5})
 --   F.layer_norm(x, normalized_shape, w, b, {eps=1e-5})
 --   F.relu(x, {inplace=})  F.gelu(x, {approximate="none"|"tanh"})  F.tanh(x)  F.sigmoid(x)
 --   F.softmax(x, d)  F.log_softmax(x, d)  F.flatten(x, s, e)
 --   F.dropout(x, p=0.5, training=true, inplace=false)  F.dropout(x, p, {training=, inplace=})
 --   F.embedding(indices, w, {padding_idx=})
+--   F.scaled_dot_product_attention(q, k, v, {attn_mask=, dropout_p=0, is_causal=false, scale=1/sqrt(E)})
+--     q [..., L, E], k [..., S, E], v [..., S, Ev]; blockwise, never an L x S matrix (lt/attention.h)
 --   F.cross_entropy(logits, target, {reduction="mean", ignore_index=-100, label_smoothing=0, weight=})
 --     target: 1-based class labels (int64), or class probabilities (floating, logits' shape)
 --   F.nll_loss(log_probs, target, {reduction=, ignore_index=, weight=})
@@ -202,6 +205,84 @@ end
 function F.flatten(x, s, e)
   check_tensor("flatten", x)
   return x:flatten(s or 1, e or -1)
+end
+
+-- ---- adaptive_avg_pool2d ----
+
+-- The output size as {h, w} for an input of sizes h_in x w_in: an integer,
+-- or a pair whose false entries (PyTorch's None) keep the input's size.
+local function adaptive_size(output_size, h_in, w_in)
+  local pair = type(output_size) == "table" and output_size or { output_size, output_size }
+  if type(output_size) == "table" and #output_size ~= 2 then
+    raise(string.format("adaptive_avg_pool2d: output_size must be an integer or a table of 2, got %d values",
+      #output_size))
+  end
+  local out = {}
+  for d, v in ipairs { pair[1], pair[2] } do
+    if v == false then
+      out[d] = d == 1 and h_in or w_in
+    else
+      local n = type(v) == "number" and math.tointeger(v) or nil
+      if n == nil or n < 1 then
+        raise("adaptive_avg_pool2d: output_size must hold integers of at least 1 (or false), got "
+          .. tostring(v))
+      end
+      out[d] = n
+    end
+  end
+  return out
+end
+
+-- Mean over PyTorch's windows along dim d, concatenated along d: output
+-- element i (0-based) of `out` averages input rows floor(i*n/out) up to
+-- ceil((i+1)*n/out) - 1, so windows overlap when out does not divide n and
+-- repeat when out > n. Built from narrow, mean and cat, whose backward
+-- gives this op's.
+local function pool_along(x, d, out)
+  local n = x:size(d)
+  local parts = {}
+  for i = 0, out - 1 do
+    local first = i * n // out
+    local last = -((-(i + 1) * n) // out) -- ceil((i+1)*n/out), exclusive
+    local window = x:narrow(d, first + 1, last - first)
+    parts[i + 1] = window:mean(d, true)
+    window:free()
+  end
+  local y = core.cat(parts, d)
+  for _, p in ipairs(parts) do p:free() end
+  return y
+end
+
+-- PyTorch's adaptive_avg_pool2d on (C, H, W) or (N, C, H, W): each output
+-- cell the mean of its window (pool_along). A mean over a rectangle is the
+-- mean over its rows of their means, so the two dims pool one after the
+-- other: h + w windows instead of h * w. The common cases take one op:
+-- output 1 x 1 (ResNet's head) is a mean over H and W, and windows that
+-- tile the input evenly are avg_pool2d's.
+function F.adaptive_avg_pool2d(x, output_size)
+  check_tensor("adaptive_avg_pool2d", x)
+  local nd = x:dim()
+  if nd ~= 3 and nd ~= 4 then
+    raise(string.format("adaptive_avg_pool2d: expected a 3D (C, H, W) or 4D (N, C, H, W) input, got %dD", nd))
+  end
+  if not FLOATING[x.dtype] then
+    raise("adaptive_avg_pool2d: expected a floating point input, got " .. x.dtype)
+  end
+  local h_in, w_in = x:size(nd - 1), x:size(nd)
+  if h_in == 0 or w_in == 0 then
+    raise(string.format("adaptive_avg_pool2d: expected non-empty spatial dims, got %d x %d", h_in, w_in))
+  end
+  local size = adaptive_size(output_size, h_in, w_in)
+  local h, w = size[1], size[2]
+  if h == 1 and w == 1 then return x:mean({ nd - 1, nd }, true) end
+  if h_in % h == 0 and w_in % w == 0 then
+    return F.avg_pool2d(x, { h_in // h, w_in // w })
+  end
+  local rows = h == h_in and x or pool_along(x, nd - 1, h)
+  if w == w_in then return rows end -- rows is new: h ~= h_in here (else both would divide)
+  local y = pool_along(rows, nd, w)
+  if not rawequal(rows, x) then rows:free() end
+  return y
 end
 
 return F

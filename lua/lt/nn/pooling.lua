@@ -2,9 +2,12 @@
 -- ceil_mode=false}) and nn.AvgPool2d(kernel_size, {stride=kernel_size,
 -- padding=0, ceil_mode=false, count_include_pad=true}). Sizes are kept as
 -- given (an integer or a table {h, w}) and passed on to the functional op.
+-- nn.AdaptiveAvgPool2d(output_size): PyTorch's, output_size an integer or
+-- {h, w} (false keeps that input size), F.adaptive_avg_pool2d's windows.
 local core = require "lt.core"
 local Module = require "lt.nn.module"
 local options = require "lt.nn.options"
+local raise = require "lt.user_error"
 
 local functional
 local function F()
@@ -78,4 +81,31 @@ function AvgPool2d:extra_repr()
     size_text(self.stride), size_text(self.padding))
 end
 
-return { MaxPool2d = MaxPool2d, AvgPool2d = AvgPool2d }
+local AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
+
+function AdaptiveAvgPool2d:init(output_size)
+  -- Checked now, when the module is made, as the op checks it per call.
+  local sizes = type(output_size) == "table" and output_size or { output_size }
+  if type(output_size) == "table" and #output_size ~= 2 then
+    raise(string.format("AdaptiveAvgPool2d: output_size must be an integer or a table of 2, got %d values",
+      #output_size))
+  end
+  for _, v in ipairs(sizes) do
+    if v ~= false then options.integer("AdaptiveAvgPool2d", "output_size", v, 1) end
+  end
+  self.output_size = output_size
+end
+
+function AdaptiveAvgPool2d:forward(x)
+  return F().adaptive_avg_pool2d(x, self.output_size)
+end
+
+-- PyTorch prints output_size=(1, 1), or None for a size kept.
+function AdaptiveAvgPool2d:extra_repr()
+  local v = self.output_size
+  if type(v) ~= "table" then return "output_size=" .. tostring(v) end
+  local function one(n) return n == false and "None" or tostring(n) end
+  return string.format("output_size=(%s, %s)", one(v[1]), one(v[2]))
+end
+
+return { MaxPool2d = MaxPool2d, AvgPool2d = AvgPool2d, AdaptiveAvgPool2d = AdaptiveAvgPool2d }

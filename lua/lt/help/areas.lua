@@ -1,0 +1,28 @@
+-- The areas of lt.help's docs, in the order lt.help() and docs/API.md show
+-- them: each names a file of this directory that returns {title =, intro =,
+-- entries = {...}} (see lua/lt/help/init.lua for an entry's fields).
+return {
+  "tensor_creation",
+  "tensor",
+  "views",
+  "indexing",
+  "math",
+  "reductions",
+  "autograd",
+  "nn_module",
+  "nn_layers",
+  "nn_init",
+  "models",
+  "functional",
+  "optim",
+  "lr_scheduler",
+  "memory",
+  "amp",
+  "checkpoint",
+  "data",
+  "progress",
+  "io",
+  "cuda",
+  "text",
+  "system",
+}
