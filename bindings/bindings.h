@@ -18,6 +18,11 @@ void ltb_open_tensor_reduce(lua_State *L, int methods_idx, int core_idx);
 /* lt.save, lt.load, lt.read_idx, lt.index_select (and t:index_select),
  * lt.randperm, lt.get_rng_state, lt.set_rng_state. */
 void ltb_open_io(lua_State *L, int methods_idx, int core_idx);
+/* t:sort, argsort, topk, gather, scatter, scatter_add (and their in-place
+ * forms), multinomial; all but the in-place ones also as lt.sort(t, ...). */
+void ltb_open_tensor_sort(lua_State *L, int methods_idx, int core_idx);
+/* lt.core._cifar10_read, _csv_read, _image_* and _image_pool (bindings/data_io.c). */
+void ltb_open_data_io(lua_State *L, int core_idx);
 /* lt.core._optim (fused optimizer steps) and lt.memory.set_category/category
  * (the latter after ltb_open_memory). */
 void ltb_open_optim(lua_State *L, int core_idx);

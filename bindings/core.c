@@ -237,6 +237,7 @@ int luaopen_lt_core(lua_State *L) {
   ltb_open_tensor_reduce(L, methods, core);
   ltb_open_tensor_create(L, methods, core);
   ltb_open_io(L, methods, core);
+  ltb_open_tensor_sort(L, methods, core);
   ltb_open_autograd(L, methods, core);
   ltb_open_tensor_handle(L, methods);
   lua_setfield(L, core, "Tensor");
@@ -248,6 +249,7 @@ int luaopen_lt_core(lua_State *L) {
   ltb_open_slicing(L, core);
   ltb_open_optim(L, core);
   ltb_open_system(L, core);
+  ltb_open_data_io(L, core);
   ltb_open_closest(L, core);
   luaL_newlib(L, cuda_functions);
   lua_getfield(L, core, "Tensor"); /* streams add t:record_stream */

@@ -81,6 +81,30 @@ typedef struct lt_backend {
    * memory, already checked to lie in [base, base + in's size along dim). */
   lt_status (*index_select)(lt_tensor *out, const lt_tensor *in, int dim, const int64_t *rows,
                             int64_t n, int64_t base);
+
+  /* sort: the first k (0 <= k <= size of dim) of each slice of in along dim
+   * in ascending or descending order into values (in's dtype) and indices
+   * (int64, positions plus index_base), whose shape is in's with k along
+   * dim: the whole sort when k is the size, topk otherwise. Stable: equal
+   * elements keep their order; NaN is greater than every number and -0.0
+   * equals 0.0. in, values and indices are contiguous (at least one dim);
+   * either output may be NULL. */
+  lt_status (*sort)(lt_tensor *values, lt_tensor *indices, const lt_tensor *in, int dim,
+                    bool descending, int64_t k, int64_t index_base);
+
+  /* gather and scatter along dim through index (int64, any strides, its
+   * values already checked to lie in [base, base + size of dim)); every
+   * tensor has index's number of dims and any strides. gather: out (index's
+   * shape) at p = in at p with p[dim] = index[p] - base. scatter: for every
+   * position p of index, out at p with p[dim] = index[p] - base gets src at
+   * p (add: increased by it), or value when src is NULL; out and src share a
+   * dtype, out's elements do not overlap, and a repeated target is written
+   * in index's row-major order (the last write wins; adds in that order), so
+   * the result never depends on the device or the thread count. */
+  lt_status (*gather)(lt_tensor *out, const lt_tensor *in, int dim, const lt_tensor *index,
+                      int64_t base);
+  lt_status (*scatter)(bool add, lt_tensor *out, int dim, const lt_tensor *index, int64_t base,
+                       const lt_tensor *src, lt_scalar value);
 } lt_backend;
 
 /* The kernels for dev's type, or NULL when that device type has no backend

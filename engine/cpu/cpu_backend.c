@@ -15,4 +15,7 @@ const lt_backend lt_cpu_backend = {
     .reduce_index = cpu_reduce_index,
     .matmul = cpu_matmul,
     .index_select = cpu_index_select,
+    .sort = cpu_sort,
+    .gather = cpu_gather,
+    .scatter = cpu_scatter,
 };

@@ -1,7 +1,8 @@
 // The CUDA backend table, registered with the nn and optimizer tables when the CUDA slot starts (the first
 // time lt_cuda_device_count finds a device; see cuda_device.cu). The kernels
-// live in cuda_elementwise.cu, cuda_copy.cu, cuda_reduce.cu, cuda_matmul.cu
-// and cuda_index_select.cu, with the same signatures as the CPU's.
+// live in cuda_elementwise.cu, cuda_copy.cu, cuda_reduce.cu, cuda_matmul.cu,
+// cuda_index_select.cu, cuda_sort.cu and cuda_scatter.cu, with the same
+// signatures as the CPU's.
 #include "cuda/cuda_kernels.h"
 
 lt_status cuda_not_implemented(const char *op) {
@@ -22,4 +23,7 @@ extern const lt_backend cuda_backend = {
     /* reduce_index */ cuda_reduce_index,
     /* matmul */ cuda_matmul,
     /* index_select */ cuda_index_select,
+    /* sort */ cuda_sort,
+    /* gather */ cuda_gather,
+    /* scatter */ cuda_scatter,
 };

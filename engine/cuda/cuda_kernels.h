@@ -24,6 +24,12 @@ lt_status cuda_reduce_index(bool is_max, lt_tensor *values, lt_tensor *indices,
 lt_status cuda_matmul(lt_tensor *out, const lt_tensor *a, const lt_tensor *b);
 lt_status cuda_index_select(lt_tensor *out, const lt_tensor *in, int dim, const int64_t *rows,
                             int64_t n, int64_t base);
+lt_status cuda_sort(lt_tensor *values, lt_tensor *indices, const lt_tensor *in, int dim,
+                    bool descending, int64_t k, int64_t index_base);
+lt_status cuda_gather(lt_tensor *out, const lt_tensor *in, int dim, const lt_tensor *index,
+                      int64_t base);
+lt_status cuda_scatter(bool add, lt_tensor *out, int dim, const lt_tensor *index, int64_t base,
+                       const lt_tensor *src, lt_scalar value);
 
 /* The error of a kernel that is not written yet: clear, never a crash. */
 lt_status cuda_not_implemented(const char *op);

@@ -9,7 +9,7 @@
 
 /* PyTorch refuses a fill value the dtype cannot represent (300 into uint8,
  * 1e5 into float16) instead of silently wrapping it. */
-static lt_status check_fill_value(const char *name, double v, lt_dtype dt) {
+lt_status ops_check_fill_value(const char *name, double v, lt_dtype dt) {
   double lo = 0, hi = 0;
   switch (dt) {
     case LT_BOOL: case LT_FLOAT64: return LT_OK;
@@ -35,7 +35,7 @@ static lt_status check_fill_value(const char *name, double v, lt_dtype dt) {
 
 lt_status lt_fill_(lt_tensor *t, double value) {
   LT_TRY(ops_check_live("fill_", t));
-  LT_TRY(check_fill_value("fill_", value, t->dtype));
+  LT_TRY(ops_check_fill_value("fill_", value, t->dtype));
   LT_TRY(ops_check_writable("fill_", t));
   lt_tensor *no_old = NULL; /* the old values get no gradient: nothing kept */
   LT_TRY(ag_inplace_begin("fill_", t, NULL, false, &no_old));

@@ -88,6 +88,24 @@ static lt_status e_index_select(lt_tensor *out, const lt_tensor *in, int dim,
   return LT_OK;
 }
 
+static lt_status e_sort(lt_tensor *values, lt_tensor *indices, const lt_tensor *in, int dim,
+                        bool descending, int64_t k, int64_t index_base) {
+  (void)values, (void)indices, (void)in, (void)dim, (void)descending, (void)k, (void)index_base;
+  return LT_OK;
+}
+
+static lt_status e_gather(lt_tensor *out, const lt_tensor *in, int dim, const lt_tensor *index,
+                          int64_t base) {
+  (void)out, (void)in, (void)dim, (void)index, (void)base;
+  return LT_OK;
+}
+
+static lt_status e_scatter(bool add, lt_tensor *out, int dim, const lt_tensor *index,
+                           int64_t base, const lt_tensor *src, lt_scalar value) {
+  (void)add, (void)out, (void)dim, (void)index, (void)base, (void)src, (void)value;
+  return LT_OK;
+}
+
 static const lt_backend estimate_backend = {
     .name = "estimate",
     .binary = e_binary,
@@ -102,6 +120,9 @@ static const lt_backend estimate_backend = {
     .reduce_index = e_reduce_index,
     .matmul = e_matmul,
     .index_select = e_index_select,
+    .sort = e_sort,
+    .gather = e_gather,
+    .scatter = e_scatter,
 };
 
 const lt_backend *lt_estimate_backend(lt_device_type type, const lt_backend *real) {
@@ -207,6 +228,17 @@ E_NO_WORK(e_embedding_backward,
            int64_t padding_row),
           (void)gw; (void)go; (void)indices; (void)index_base; (void)padding_row)
 
+E_NO_WORK(e_attention,
+          (lt_tensor * out, lt_tensor *lse, const lt_tensor *q, const lt_tensor *k,
+           const lt_tensor *v, const lt_tensor *mask, const lt_nn_attn_geom *g),
+          (void)out; (void)lse; (void)q; (void)k; (void)v; (void)mask; (void)g)
+E_NO_WORK(e_attention_backward,
+          (lt_tensor * gq, lt_tensor *gk, lt_tensor *gv, const lt_tensor *go, const lt_tensor *q,
+           const lt_tensor *k, const lt_tensor *v, const lt_tensor *out, const lt_tensor *lse,
+           const lt_tensor *mask, const lt_nn_attn_geom *g),
+          (void)gq; (void)gk; (void)gv; (void)go; (void)q; (void)k; (void)v; (void)out; (void)lse;
+          (void)mask; (void)g)
+
 /* One table per device type: the real table's flags decide which operands
  * ops/ converts (and so allocates), and they must be the real run's. */
 static lt_nn_backend estimate_nn[LT_NDEVICE_TYPES];
@@ -245,12 +277,16 @@ const lt_nn_backend *lt_estimate_nn_backend(lt_device_type type, const lt_nn_bac
       .mse_loss_backward = e_mse_loss_backward,
       .embedding = e_embedding,
       .embedding_backward = e_embedding_backward,
+      .attention = e_attention,
+      .attention_backward = e_attention_backward,
   };
   if (type == LT_DEVICE_CPU) { /* the kernels with scratch plan and take it, then return */
     e->linear = real->linear;
     e->linear_backward = real->linear_backward;
     e->conv2d = real->conv2d;
     e->conv2d_backward = real->conv2d_backward;
+    e->attention = real->attention;
+    e->attention_backward = real->attention_backward;
   }
   return e;
 }

@@ -70,6 +70,10 @@ lt_dtype ops_rt_result(const ops_result_type *rt);
 bool ops_can_cast(lt_dtype from, lt_dtype to);
 lt_status ops_check_cast(const char *op, lt_dtype result, lt_dtype dst);
 
+/* PyTorch's refusal of a fill value dt cannot represent (300 into uint8,
+ * 1e5 into float16): an error naming op, the value and the dtype. */
+lt_status ops_check_fill_value(const char *op, double v, lt_dtype dt);
+
 /* A number as it takes part in an op computing in a given dtype. */
 lt_scalar ops_scalar(double v);
 

@@ -373,6 +373,53 @@ local function add_nn(add, dtype)
   end
 end
 
+-- scaled_dot_product_attention (cuda_nn_attention.cu against the CPU's
+-- blockwise kernel), forward and the gradients of q, k and v: sizes that are
+-- not multiples of the tiles (32 keys or queries, 32 columns a chunk, 8 rows
+-- a block), L != S both ways, Ev != E, masks broadcast several ways (one
+-- query row with every key removed), broadcast heads, dropout from one seed.
+local function add_attention(add, dtype)
+  local opts = {dtype = dtype}
+  local function rand(...) return grad(lt.randn({...}, opts)) end
+  local function sdpa(o)
+    return function(q, k, v, mask)
+      if o.dropout_p then lt.manual_seed(5) end -- the same draw on both devices
+      return F.scaled_dot_product_attention(q, k, v, {attn_mask = mask, is_causal = o.is_causal,
+        scale = o.scale, dropout_p = o.dropout_p})
+    end
+  end
+  add("attention", function()
+    return compare(sdpa {}, {rand(2, 3, 37, 40), rand(2, 3, 45, 40), rand(2, 3, 45, 24)}, {})
+  end)
+  for _, ls in ipairs {{50, 37}, {20, 70}} do
+    add("attention_causal", function()
+      return compare(sdpa {is_causal = true}, {rand(2, ls[1], 16), rand(2, ls[2], 16), rand(2, ls[2], 8)}, {})
+    end, ls[1] .. "x" .. ls[2])
+  end
+  add("attention_bool_mask", function()
+    local mask = lt.rand(37, 45):gt(0.3)
+    mask[5] = false -- a query that sees no key: zeros, zero gradients
+    return compare(sdpa {}, {rand(2, 37, 16), rand(2, 45, 16), rand(2, 45, 16), mask}, {})
+  end)
+  add("attention_padding_mask", function()
+    return compare(sdpa {}, {rand(2, 4, 9, 16), rand(2, 4, 33, 16), rand(2, 4, 33, 16),
+      lt.rand(2, 1, 1, 33):gt(0.4)}, {})
+  end)
+  add("attention_additive_mask", function()
+    return compare(sdpa {scale = 0.3}, {rand(2, 3, 21, 12), rand(2, 3, 40, 12), rand(2, 3, 40, 20),
+      lt.randn({3, 21, 40}, opts)}, {})
+  end)
+  add("attention_broadcast_heads", function()
+    return compare(sdpa {}, {rand(2, 4, 9, 16), rand(2, 1, 20, 16), rand(1, 4, 20, 16)}, {})
+  end)
+  add("attention_dropout", function()
+    return compare(sdpa {dropout_p = 0.25}, {rand(2, 2, 19, 16), rand(2, 2, 35, 16), rand(2, 2, 35, 16)}, {})
+  end)
+  add("attention_wide", function()
+    return compare(sdpa {is_causal = true}, {rand(1, 40, 70), rand(1, 40, 70), rand(1, 40, 100)}, {})
+  end)
+end
+
 -- index_select: the device gather (any dtype: it moves bytes) with the index
 -- on the device and on the CPU (a data loader's order), along each dim, with
 -- repeats; the scatter back in the backward for floating types. Slices of
@@ -394,6 +441,93 @@ local function add_index_select(add, dtype)
     add(name .. "_cpu_index", function()
       return compare(function(t) return t:index_select(dim, idx) end, {data(table.unpack(shape))},
         floating and {} or nil)
+    end)
+  end
+end
+
+-- Runs fn on the CPU and on the device; every result must be the CPU's
+-- exactly: a sort's indices and permuted values, and the draws of
+-- multinomial (made on the host from one generator), have one right answer.
+local function compare_exact(fn, inputs)
+  local function run(dev)
+    local args = {}
+    for i = 1, #inputs do args[i] = on(dev, inputs[i]) end
+    local outs = table.pack(fn(table.unpack(args, 1, #inputs)))
+    for i = 1, outs.n do outs[i] = outs[i]:cpu() end
+    return outs
+  end
+  local want, got = run("cpu"), run(device)
+  if got.n ~= want.n then return math.huge end
+  for i = 1, want.n do
+    if max_error(got[i], want[i]) ~= 0 then return math.huge end
+  end
+  return 0
+end
+
+-- sort, argsort and topk (the sort kernel: rows in shared memory, and rows
+-- past its 2048-element tile in global memory), with ties, NaN and both
+-- directions; gather, scatter and scatter_add (repeated targets: the last
+-- write wins, adds in index order on both devices), forward and backward;
+-- multinomial's draws. Floating dtypes; integer ones in add_integer.
+local function add_sort_scatter(add, dtype)
+  local function ties(...)
+    local a = lt.randn({...}, {dtype = dtype})
+    return lt.where(a:gt(1.8), lt.full(a.shape, 0 / 0, {dtype = dtype}), (a * 2):round())
+  end
+  local x, long = ties(33, 65), ties(3, 3000)
+  add("sort_last_ties", function() return compare_exact(function(t) return t:sort() end, {x}) end)
+  add("sort_first_descending", function()
+    return compare_exact(function(t) return t:sort(1, {descending = true}) end, {x})
+  end)
+  add("sort_long_rows", function() return compare_exact(function(t) return t:sort(2) end, {long}) end)
+  add("sort_3d_middle", function()
+    return compare_exact(function(t) return t:sort(2, {descending = true}) end, {ties(4, 37, 5)})
+  end)
+  add("argsort_descending", function()
+    return compare_exact(function(t) return t:argsort(2, {descending = true}) end, {x})
+  end)
+  add("topk_largest", function() return compare_exact(function(t) return t:topk(5, 2) end, {x}) end)
+  add("topk_smallest_dim1", function()
+    return compare_exact(function(t) return t:topk(3, 1, {largest = false}) end, {x})
+  end)
+  local r = lt.randn({6, 9}, {dtype = dtype})
+  add("sort fwd+bwd", function()
+    return compare(function(t) return (t:sort(2)) end, {grad(r:clone())}, {})
+  end)
+  add("topk fwd+bwd", function()
+    return compare(function(t) return (t:topk(4, 1)) end, {grad(r:clone())}, {})
+  end)
+  local self = lt.randn({5, 7}, {dtype = dtype})
+  local src = lt.randn({4, 7}, {dtype = dtype})
+  local rows = lt.tensor({{5, 1, 2, 2, 3, 1, 4}, {1, 1, 2, 5, 3, 3, 4}, {5, 5, 5, 5, 5, 5, 5}})
+  local cols = lt.tensor({{7, 1, 7}, {2, 2, 2}, {3, 6, 1}, {4, 4, 7}})
+  for _, c in ipairs {{1, rows}, {2, cols}} do
+    local dim, index = c[1], c[2]
+    add("scatter_d" .. dim .. " fwd+bwd", function()
+      return compare(function(t, i, s) return t:scatter(dim, i, s) end, {grad(self:clone()), index, grad(src:clone())}, {})
+    end)
+    add("scatter_add_d" .. dim .. " fwd+bwd", function()
+      return compare(function(t, i, s) return t:scatter_add(dim, i, s) end,
+        {grad(self:clone()), index, grad(src:clone())}, {})
+    end)
+    add("gather_d" .. dim .. " fwd+bwd", function()
+      return compare(function(t, i) return t:gather(dim, i) end, {grad(self:clone()), index}, {})
+    end)
+  end
+  add("scatter_value_inplace", function()
+    return compare(function(t, i) return t:clone():scatter_(2, i, 0.5) end, {self, cols})
+  end)
+  add("scatter_add_inplace_strided", function()
+    return compare(function(t, i, s) return t:t():clone():t():scatter_add_(1, i, s:t():contiguous():t()) end,
+      {self, rows, src})
+  end)
+  if dtype == "float32" or dtype == "float64" then
+    local probs = lt.rand({3, 6}, {dtype = dtype}) * lt.tensor({1, 0, 1, 1, 0, 1}, {dtype = dtype})
+    add("multinomial", function()
+      return compare_exact(function(p)
+        lt.manual_seed(17)
+        return p:multinomial(9, {replacement = true}), p:multinomial(4)
+      end, {probs})
     end)
   end
 end
@@ -481,6 +615,16 @@ local function add_integer(add, dtype)
   end
   add("sum", function() return compare(function(x) return x:sum(-1) end, {a}) end)
   add("max_last", function() return compare(function(x) return (x:max(-1)) end, {a}) end)
+  add("sort_last_ties", function() return compare_exact(function(x) return x:sort() end, {a}) end)
+  add("topk_largest", function() return compare_exact(function(x) return x:topk(3, 1) end, {a}) end)
+  local index = lt.tensor({{2, 5, 5}, {1, 1, 3}})
+  add("scatter_d1", function()
+    return compare(function(x, i, s) return x:scatter(1, i, s) end, {a, index, b:narrow(1, 1, 2)})
+  end)
+  add("scatter_add_d2", function()
+    return compare(function(x, i, s) return x:scatter_add(2, i, s) end, {a, index, b:narrow(1, 1, 2)})
+  end)
+  add("gather_d2", function() return compare(function(x, i) return x:gather(2, i) end, {a, index}) end)
 end
 
 -- run{quick = bool, device = "cuda"}: the rows of the table and the number of failures.
@@ -510,7 +654,9 @@ function cases.run(opts)
       end, dtype, mm)
     end
     add_nn(add, dtype)
+    add_attention(add, dtype)
     add_index_select(add, dtype)
+    add_sort_scatter(add, dtype)
     if dtype ~= "float16" then add_optim(add, dtype) end
     if dtype ~= "float16" then add_grad_scaler(add, dtype) end -- PyTorch's refuses float16 gradients
   end
@@ -535,7 +681,8 @@ local KERNEL_CASES = {
   copy = {"^transpose$"}, copy_non_blocking = {"^to_non_blocking$"}, fill = {"^fill_$"},
   read_element = {"^item$"}, reduce = {"^sum", "^mean_first$", "^prod$"},
   reduce_index = {"^max_last$", "^argmax$", "_ties$"}, matmul = {"^matmul$"},
-  index_select = {"^index_select_"},
+  index_select = {"^index_select_"}, sort = {"^sort_", "^argsort_", "^topk_"},
+  gather = {"^gather_", "^scatter_d%d fwd%+bwd$", "^scatter_add_d%d fwd%+bwd$"}, scatter = {"^scatter"},
   linear = {"^linear"}, linear_backward = {"^linear"}, conv2d = {"^conv2d"}, conv2d_backward = {"^conv2d"},
   max_pool2d = {"^max_pool2d"}, max_pool2d_backward = {"^max_pool2d"},
   avg_pool2d = {"^avg_pool2d"}, avg_pool2d_backward = {"^avg_pool2d"},
@@ -547,6 +694,7 @@ local KERNEL_CASES = {
   nll_loss = {"^nll_loss$"}, nll_loss_backward = {"^nll_loss$"},
   mse_loss = {"^mse_loss$"}, mse_loss_backward = {"^mse_loss$"},
   embedding = {"^embedding$"}, embedding_backward = {"^embedding$"},
+  attention = {"^attention"}, attention_backward = {"^attention"},
   sgd_many = {"^optim_SGD$"}, adam_many = {"^optim_Adam"}, unscale_many = {"^grad_scaler_unscale"},
 }
 -- The reductions of lt_reduce_op (LT_REDUCE_SUM, ...) and their cases.

@@ -3,6 +3,7 @@
 #define LT_LT_H
 
 #include "lt/alloc.h"
+#include "lt/attention.h"
 #include "lt/autocast.h"
 #include "lt/autograd.h"
 #include "lt/device.h"
@@ -12,6 +13,7 @@
 #include "lt/ops.h"
 #include "lt/print.h"
 #include "lt/rng.h"
+#include "lt/sort.h"
 #include "lt/tensor.h"
 #include "lt/threads.h"
 

@@ -218,7 +218,8 @@ local function adaptive_size(output_size, h_in, w_in)
       #output_size))
   end
   local out = {}
-  for d, v in ipairs { pair[1], pair[2] } do
+  for d = 1, 2 do -- not ipairs: a nil entry must be refused, not end the loop
+    local v = pair[d]
     if v == false then
       out[d] = d == 1 and h_in or w_in
     else
