@@ -287,6 +287,29 @@ static int f_embedding(lua_State *L) {
   return ltb_finish(L, h, st, out);
 }
 
+/* ---- attention ---- */
+
+static const char *const attention_keys[] = {"attn_mask", "dropout_p", "is_causal", "scale", NULL};
+
+/* F.scaled_dot_product_attention(q, k, v, {attn_mask=, dropout_p=0,
+ * is_causal=false, scale=1/sqrt(E)}): PyTorch's keyword arguments as an
+ * options table. The engine checks the values. */
+static int f_scaled_dot_product_attention(lua_State *L) {
+  const char *op = "scaled_dot_product_attention";
+  lt_tensor *q = ltb_check_tensor(L, 1, op), *k = ltb_check_tensor(L, 2, op);
+  lt_tensor *v = ltb_check_tensor(L, 3, op), *mask = NULL, *out = NULL;
+  const int opts = ltb_nn_options(L, 4, op, attention_keys);
+  lt_attention_opts o = lt_attention_default_opts();
+  ltb_nn_opt_tensor(L, opts, op, "attn_mask", &mask);
+  o.attn_mask = mask;
+  ltb_nn_opt_number(L, opts, op, "dropout_p", &o.dropout_p);
+  ltb_nn_opt_bool(L, opts, op, "is_causal", &o.is_causal);
+  o.has_scale = ltb_nn_opt_number(L, opts, op, "scale", &o.scale);
+  ltb_handle *h = ltb_new_handle(L);
+  lt_status st = lt_scaled_dot_product_attention(q, k, v, &o, &out, NULL, NULL);
+  return ltb_finish(L, h, st, out);
+}
+
 /* ---- losses ---- */
 
 static const char *const cross_entropy_keys[] = {"reduction", "ignore_index", "label_smoothing",
@@ -340,6 +363,7 @@ static const luaL_Reg functional[] = {
     {"log_softmax", f_log_softmax},
     {"dropout", f_dropout},
     {"embedding", f_embedding},
+    {"scaled_dot_product_attention", f_scaled_dot_product_attention},
     {"cross_entropy", f_cross_entropy},
     {"nll_loss", f_nll_loss},
     {"mse_loss", f_mse_loss},

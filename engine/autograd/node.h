@@ -13,7 +13,9 @@
 #include "lt/autograd.h"
 #include "lt/ops.h"
 
-#define AG_MAX_SAVED 4
+/* Scaled dot-product attention saves the most: q, k, v, the output, the
+ * log-sum-exp and the mask. */
+#define AG_MAX_SAVED 6
 
 typedef struct ag_node ag_node;
 

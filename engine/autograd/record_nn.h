@@ -11,6 +11,7 @@
 #ifndef LT_AUTOGRAD_RECORD_NN_H
 #define LT_AUTOGRAD_RECORD_NN_H
 
+#include "lt/attention.h"
 #include "lt/nn.h"
 
 /* ---- layers (formulas_nn_layers.c) ---- */
@@ -36,6 +37,14 @@ lt_status ag_record_gelu(const lt_tensor *x, lt_gelu_approx approx, lt_tensor *r
 lt_status ag_record_softmax(const lt_tensor *x, int64_t dim, bool log, lt_tensor *r);
 /* mask NULL: the output is x's values and the gradient passes through. */
 lt_status ag_record_dropout(const lt_tensor *x, const lt_tensor *mask, double p, lt_tensor *r);
+
+/* ---- attention (formulas_nn_attention.c) ---- */
+/* Saves q, k, v, the mask, the output r and lse, and the draw: backward
+ * recomputes the probabilities from them (no L x S tensor is kept). The mask
+ * takes no gradient. */
+lt_status ag_record_attention(const lt_tensor *q, const lt_tensor *k, const lt_tensor *v,
+                              const lt_attention_opts *o, lt_attention_draw draw,
+                              const lt_tensor *lse, lt_tensor *r);
 
 /* ---- losses (formulas_nn_loss.c) ---- */
 /* Only the input (logits, log_probs, a and b) is differentiable: targets are

@@ -13,12 +13,56 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lt/attention.h"
 #include "lt/nn.h"
 
 /* A contiguous tensor seen as [outer, size, inner] around one dim. */
 typedef struct lt_nn_dim_geom {
   int64_t outer, size, inner;
 } lt_nn_dim_geom;
+
+/* Scaled dot-product attention over nbatch = prod(batch) independent
+ * problems (the broadcast batch and head dims, row-major). q, k, v and the
+ * mask are each contiguous in their own shapes; problem b's operand starts
+ * at lt_nn_attn_offset(g, g->q_stride, b) elements (k_stride, ...: the
+ * element strides of the batch dims, 0 where the operand broadcasts), and
+ * its rows are contiguous: q [L, E], k [S, E], v [S, Ev]. Mask element
+ * (i, j) of problem b is at its offset + i * mask_row + j * mask_col (0 along
+ * a broadcast dim). Results, gradients, grad_out and the saved output are
+ * contiguous over the whole broadcast batch: [nbatch, L, Ev], lse [nbatch, L].
+ * Dropout (dropout_p > 0) keeps element (b, i, j) when lane n % 4 of Philox
+ * block offset + n / 4 (n = (b L + i) S + j, key seed) is below (1 - p) 2^32,
+ * lt_bernoulli_'s rule, and scales kept ones by 1 / (1 - p). */
+typedef enum lt_nn_attn_mask {
+  LT_NN_ATTN_NO_MASK = 0,
+  LT_NN_ATTN_BOOL_MASK,     /* bool: false removes the key */
+  LT_NN_ATTN_ADDITIVE_MASK, /* the compute dtype: added to the scores */
+} lt_nn_attn_mask;
+
+typedef struct lt_nn_attn_geom {
+  int nb;                      /* batch dims */
+  int64_t batch[LT_MAX_DIMS];  /* their broadcast sizes */
+  int64_t nbatch, l, s, e, ev; /* problems, queries, keys, q/k width, v width */
+  int64_t q_stride[LT_MAX_DIMS], k_stride[LT_MAX_DIMS], v_stride[LT_MAX_DIMS],
+      mask_stride[LT_MAX_DIMS];
+  int64_t mask_row, mask_col;
+  lt_nn_attn_mask mask;
+  bool causal; /* key j > query i removed */
+  double scale;
+  double dropout_p;
+  uint64_t seed, offset;
+} lt_nn_attn_geom;
+
+/* The first element of problem b in an operand with the given batch strides. */
+static inline int64_t lt_nn_attn_offset(const lt_nn_attn_geom *g, const int64_t *stride,
+                                        int64_t b) {
+  int64_t off = 0;
+  for (int d = g->nb - 1; d >= 0; d--) {
+    off += (b % g->batch[d]) * stride[d];
+    b /= g->batch[d];
+  }
+  return off;
+}
 
 typedef struct lt_nn_backend {
   const char *name;
@@ -126,6 +170,20 @@ typedef struct lt_nn_backend {
    * rounding it once; otherwise ops/ converts them to float32 (a float32
    * copy of the input and of the result). */
   bool half_pointwise;
+
+  /* Scaled dot-product attention (see lt_nn_attn_geom): out [nbatch, L, Ev]
+   * and lse [nbatch, L] (log of the row's sum of exponentials, +inf for a
+   * row with every key removed, whose output is zeros). Never stores an
+   * L x S matrix; scratch of the kernel's own blocks only. */
+  lt_status (*attention)(lt_tensor *out, lt_tensor *lse, const lt_tensor *q, const lt_tensor *k,
+                         const lt_tensor *v, const lt_tensor *mask, const lt_nn_attn_geom *g);
+  /* gq [nbatch, L, E], gk [nbatch, S, E], gv [nbatch, S, Ev] (over the
+   * broadcast batch; each may be NULL) from go and out [nbatch, L, Ev] and
+   * lse, the probabilities recomputed a block at a time. */
+  lt_status (*attention_backward)(lt_tensor *gq, lt_tensor *gk, lt_tensor *gv,
+                                  const lt_tensor *go, const lt_tensor *q, const lt_tensor *k,
+                                  const lt_tensor *v, const lt_tensor *out, const lt_tensor *lse,
+                                  const lt_tensor *mask, const lt_nn_attn_geom *g);
 } lt_nn_backend;
 
 /* The nn kernels for dev's type, or NULL when it has none. */

@@ -3,7 +3,8 @@
  * multiply-xor bijection turn a 128-bit counter and a 64-bit key into 128
  * random bits. Any block can be computed directly from its counter, so threads
  * fill disjoint parts of a tensor with the same numbers a single thread would.
- * Internal to the engine (engine/ops/rng.c and its test). */
+ * Internal to the engine (engine/ops/rng.c and its test; attention's dropout
+ * regenerates its mask with it in the CPU and CUDA kernels). */
 #ifndef LT_CORE_PHILOX_H
 #define LT_CORE_PHILOX_H
 
@@ -14,8 +15,15 @@
 #define LT_PHILOX_W0 0x9E3779B9u /* golden ratio */
 #define LT_PHILOX_W1 0xBB67AE85u /* sqrt(3) - 1 */
 
-static inline void lt_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
-                                    uint32_t out[4]) {
+/* Callable from CUDA kernels as well (the emulator compiles them as host code). */
+#ifdef __CUDACC__
+#define LT_PHILOX_FN __host__ __device__ static inline
+#else
+#define LT_PHILOX_FN static inline
+#endif
+
+LT_PHILOX_FN void lt_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
+                                   uint32_t out[4]) {
   uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
   uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; round++) {

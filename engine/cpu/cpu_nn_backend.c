@@ -32,4 +32,6 @@ const lt_nn_backend lt_cpu_nn_backend = {
     .mse_loss_backward = cpu_nn_mse_loss_backward,
     .embedding = cpu_nn_embedding,
     .embedding_backward = cpu_nn_embedding_backward,
+    .attention = cpu_nn_attention,
+    .attention_backward = cpu_nn_attention_backward,
 };

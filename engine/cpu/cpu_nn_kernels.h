@@ -63,5 +63,11 @@ lt_status cpu_nn_embedding(lt_tensor *out, const lt_tensor *weight, const lt_ten
                            int64_t index_base);
 lt_status cpu_nn_embedding_backward(lt_tensor *gw, const lt_tensor *go, const lt_tensor *indices,
                                     int64_t index_base, int64_t padding_row);
+lt_status cpu_nn_attention(lt_tensor *out, lt_tensor *lse, const lt_tensor *q, const lt_tensor *k,
+                           const lt_tensor *v, const lt_tensor *mask, const lt_nn_attn_geom *g);
+lt_status cpu_nn_attention_backward(lt_tensor *gq, lt_tensor *gk, lt_tensor *gv,
+                                    const lt_tensor *go, const lt_tensor *q, const lt_tensor *k,
+                                    const lt_tensor *v, const lt_tensor *out, const lt_tensor *lse,
+                                    const lt_tensor *mask, const lt_nn_attn_geom *g);
 
 #endif

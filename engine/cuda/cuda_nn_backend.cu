@@ -33,4 +33,6 @@ extern const lt_nn_backend cuda_nn_backend = {
     /* embedding_backward */ cuda_nn_embedding_backward,
     /* half_max_pool */ false, // the kernels read float32: ops/ converts 16-bit
     /* half_pointwise */ false, // gelu and softmax read float32: ops/ converts 16-bit
+    /* attention */ cuda_nn_attention,
+    /* attention_backward */ cuda_nn_attention_backward,
 };

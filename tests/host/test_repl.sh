@@ -79,6 +79,16 @@ enter() {
   if wait_for_new "$2" "$before"; then ok "$3"; else not_ok "$3" "${4:-}"; fi
 }
 
+# cancel_line: Ctrl-C at the prompt, then waits for the fresh empty prompt, so that what is
+# typed next cannot reach the line editor before it has dropped the old line (under load it
+# did: the next command was lost).
+cancel_line() {
+  local before
+  before=$(count_lines '^> *$')
+  press C-c
+  wait_for_new '^> *$' "$before" || echo "       (no fresh prompt after Ctrl-C)"
+}
+
 # enter_quiet LINE NAME: types LINE and Enter; passes when the next screen line is the
 # prompt of a probe statement, i.e. LINE printed nothing.
 probes=0
@@ -131,7 +141,7 @@ if wait_for_new 'interrupted!' "$before"; then ok "Ctrl-C stops a running statem
 enter 'print(40 + 2)' '^42$' "the session goes on after Ctrl-C"
 
 type_text 'this line is dropped'
-press C-c
+cancel_line
 enter 'print(5 * 5)' '^25$' "Ctrl-C at the prompt clears the line"
 
 type_text 'string.fo'
@@ -159,7 +169,7 @@ if wait_for_new 'manual_seed' 0 && (($(count_lines '_autocast_state') == 0)); th
 else
   not_ok "lt.<Tab><Tab> lists lt's names but no private '_' ones"
 fi
-press C-c
+cancel_line
 
 # IPython's and trepl's help syntax: ?x and x? print lt.help's doc (lua/lt/help/).
 enter '?lt.nn.Linear' '^nn\.Linear\(in_features, out_features, \{bias=true' "?lt.nn.Linear prints nn.Linear's doc"

@@ -13,7 +13,7 @@ local nn = {
 }
 
 for _, family in ipairs { "linear", "conv", "norm", "activation", "pooling", "dropout", "flatten",
-  "container", "sparse", "loss", "checkpoint" } do
+  "container", "sparse", "loss", "checkpoint", "attention" } do
   for name, cls in pairs(require("lt.nn." .. family)) do nn[name] = cls end
 end
 
@@ -21,7 +21,7 @@ end
 -- (nn.Sequential releases what one of them made once the next has used it).
 -- Set on these classes only: a subclass, which may keep its input, is not.
 for _, name in ipairs { "Linear", "Identity", "Conv2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "ReLU",
-  "GELU", "Tanh", "Sigmoid", "MaxPool2d", "AvgPool2d", "Dropout", "Flatten", "Embedding" } do
+  "GELU", "Tanh", "Sigmoid", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Dropout", "Flatten", "Embedding" } do
   if nn[name] then Module.keeps_no_handles(nn[name]) end
 end
 
