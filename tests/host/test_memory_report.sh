@@ -116,37 +116,11 @@ fi
 browse --screenshot="$TMP/order.png" --window-size=1200,900 "file://$TMP/r.html#order" >/dev/null
 # Pixels of each category's colour (as painted: 88% opaque on white), read
 # with the standard library only: a PNG decoder for 8-bit RGB/RGBA.
-colours=$(python3 - "$TMP/order.png" <<'EOF'
-import struct, sys, zlib
-data = open(sys.argv[1], "rb").read()
-pos, idat = 8, b""
-while pos < len(data):
-    n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b"IHDR":
-        w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
-    elif kind == b"IDAT":
-        idat += body
-    pos += 12 + n
-assert depth == 8 and ctype in (2, 6), (depth, ctype)
-bpp = 3 if ctype == 2 else 4
-raw, stride = zlib.decompress(idat), w * bpp
-rows, prev, i = [], bytearray(stride), 0
-for _ in range(h):
-    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
-    i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b, c = prev[x], prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(line)
-    prev = line
+colours=$(python3 - "$TMP/order.png" "$(dirname "$0")" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2])
+from png_rows import rows as png_rows
+rows, stride, bpp = png_rows(sys.argv[1])
 colours = {"parameter": "4e79a7", "gradient": "f28e2b", "optimizer": "59a14f",
            "activation": "e15759", "other": "9d8fb8", "workspace": "8c8c8c", "garbage": "e8c547",
            "reserved": "0a7f8c"}

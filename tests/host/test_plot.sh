@@ -125,37 +125,11 @@ fi
 # Pixels of each series' colour (lines are opaque; antialiased edges are
 # not counted), read with the standard library only: a PNG decoder for
 # 8-bit RGB/RGBA.
-colours=$(python3 - "$TMP/shot.png" <<'EOF'
-import struct, sys, zlib
-data = open(sys.argv[1], "rb").read()
-pos, idat = 8, b""
-while pos < len(data):
-    n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b"IHDR":
-        w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
-    elif kind == b"IDAT":
-        idat += body
-    pos += 12 + n
-assert depth == 8 and ctype in (2, 6), (depth, ctype)
-bpp = 3 if ctype == 2 else 4
-raw, stride = zlib.decompress(idat), w * bpp
-rows, prev, i = [], bytearray(stride), 0
-for _ in range(h):
-    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
-    i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b, c = prev[x], prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(line)
-    prev = line
+colours=$(python3 - "$TMP/shot.png" "$(dirname "$0")" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2])
+from png_rows import rows as png_rows
+rows, stride, bpp = png_rows(sys.argv[1])
 colours = {"batch_loss": "9ecae1", "epoch_mean_loss": "1f4e9c", "test_loss": "d62728",
            "test_accuracy": "2ca02c", "learning_rate": "9467bd", "allocated": "ff7f0e",
            "reserved": "17becf", "peak_allocated": "8c564b"}
