@@ -7,6 +7,7 @@
 -- place, so a reader never sees half a page.
 
 local options_reader = require "lt.nn.options"
+local html_page = require "lt.html_page"
 local raise = require "lt.user_error"
 local timeline = require "lt.memory_timeline"
 local assets = require "lt.memory_report.assets"
@@ -215,17 +216,7 @@ local function page(memory, snapshot, summary, title, version, by_device)
   local chart = #tl.devices > 0 and string.format(
     '<script type="application/json" id="lt-memory-data">%s</script>\n<script>%s</script>',
     json(chart_data(tl)), assets.script) or ""
-  return string.format([[
-<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
-<style>%s</style>
-</head>
-<body>
-<main>
+  local main = string.format([[
 <h1>%s</h1>
 <p class="subtitle">lt %s memory report, written %s</p>
 %s
@@ -233,13 +224,10 @@ local function page(memory, snapshot, summary, title, version, by_device)
 %s
 <section class="panel"><h2>Allocator summary</h2><pre class="summary">%s</pre></section>
 <footer>Categories: parameter, gradient, optimizer, activation (saved for backward), other, workspace.
-Sizes are the allocator's rounded blocks (multiples of 512 bytes).</footer>
-</main>
-%s
-</body>
-</html>
-]], html(title), assets.css, html(title), html(version or ""), os.date("%Y-%m-%d %H:%M:%S"),
-    notes(snapshot), cards(snapshot, tl, by_device), device_sections(tl), html(summary), chart)
+Sizes are the allocator's rounded blocks (multiples of 512 bytes).</footer>]],
+    html(title), html(version or ""), os.date("%Y-%m-%d %H:%M:%S"),
+    notes(snapshot), cards(snapshot, tl, by_device), device_sections(tl), html(summary))
+  return html_page.document(html(title), assets.css, main, chart)
 end
 
 -- Writes text to path as lt.save writes: complete or not at all, and no

@@ -14,6 +14,7 @@
 -- plot.charts(records) gives what the page draws (tests, other renderers).
 
 local core = require "lt.core"
+local html_page = require "lt.html_page"
 local raise = require "lt.user_error"
 
 local plot = {}
@@ -328,20 +329,10 @@ local function epoch_table(epochs)
     "</tr></thead><tbody>" .. table.concat(rows) .. "</tbody></table></section>"
 end
 
+-- Its own rules, after html_page's base style.
 local CSS = [[
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { margin: 0; background: #f4f5f7; color: #1f2328;
-  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-main { max-width: 1220px; margin: 0 auto; padding: 24px 28px 48px; }
-h1 { font-size: 22px; margin: 0 0 2px; font-weight: 650; }
-h2 { font-size: 16px; margin: 0 0 8px; font-weight: 600; }
-.subtitle { color: #656d76; margin: 0 0 18px; }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px; margin-bottom: 18px; }
-.card, .panel { background: #fff; border: 1px solid #d8dee4; border-radius: 8px; }
-.card { padding: 10px 14px; }
-.card .label { color: #656d76; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
-.card .value { font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
+main { max-width: 1220px; }
+h2 { margin: 0 0 8px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 18px; margin-bottom: 18px; }
 .panel { padding: 14px 16px; }
 svg.chart { width: 100%; height: auto; display: block; }
@@ -382,17 +373,7 @@ local function page(data)
     panels[#panels + 1] = string.format('<section class="panel" data-panel="%s"><h2>%s</h2>%s</section>',
       chart.id, html(chart.title), body)
   end
-  return string.format([[
-<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
-<style>%s</style>
-</head>
-<body>
-<main>
+  local main = string.format([[
 <h1>%s</h1>
 <p class="subtitle">%s</p>
 %s
@@ -400,12 +381,10 @@ local function page(data)
 %s
 <footer>Written by lt.plot %s. Loss: each logged batch's mean loss, each epoch's mean over its batches
 (at the epoch's last step) and the test set's. Memory: lt.memory's figures on the training device
-(allocated, reserved by the caching allocator, and the peak allocated so far).</footer>
-</main>
-</body>
-</html>
-]], html(data.title), CSS, html(data.title), html(table.concat(facts, " \u{b7} ")), cards(data),
+(allocated, reserved by the caching allocator, and the peak allocated so far).</footer>]],
+    html(data.title), html(table.concat(facts, " \u{b7} ")), cards(data),
     table.concat(panels, "\n"), epoch_table(data.epochs), os.date("%Y-%m-%d %H:%M:%S"))
+  return html_page.document(html(data.title), CSS, main)
 end
 
 --- Writes the page for metrics (a JSON-lines file or a list of records) to

@@ -22,20 +22,8 @@ assets.colours = {
 }
 assets.reserved_colour = "#0a7f8c" -- no category's colour, nor the text's
 
+-- The report's own rules, after lt.html_page's base style.
 assets.css = [[
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { margin: 0; background: #f4f5f7; color: #1f2328;
-  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 48px; }
-h1 { font-size: 22px; margin: 0 0 2px; font-weight: 650; }
-h2 { font-size: 16px; margin: 0 0 12px; font-weight: 600; }
-.subtitle { color: #656d76; margin: 0 0 18px; }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px; margin-bottom: 18px; }
-.card, .panel { background: #fff; border: 1px solid #d8dee4; border-radius: 8px; }
-.card { padding: 10px 14px; }
-.card .label { color: #656d76; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
-.card .value { font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .panel { padding: 16px 18px; margin-bottom: 18px; }
 .note { background: #fff8c5; border: 1px solid #e5d07a; border-radius: 8px; padding: 10px 14px; margin-bottom: 18px; }
 .legend { display: flex; flex-wrap: wrap; gap: 6px 18px; margin: 0 0 8px; padding: 0; list-style: none; }
