@@ -362,6 +362,112 @@ static int optim_adam_calls(lua_State *L) {
   return 0;
 }
 
+/* An optional list of state buffers (call field pos; false when unused) into
+ * out; returns whether there was one. */
+static bool call_buffers(lua_State *L, int c, int pos, int64_t n, const char *op, const char *what,
+                         lt_tensor **out) {
+  const int idx = call_field(L, c, pos);
+  const bool has = lua_toboolean(L, idx);
+  if (has) read_tensors(L, idx, n, op, what, out);
+  return has;
+}
+
+/* rmsprop_calls(name, calls): calls[k] = {params, square_avgs,
+ * momentum_buffers|false, grad_avgs|false, lr, alpha, eps, weight_decay,
+ * momentum, centered, maximize}. */
+static int optim_rmsprop_calls(lua_State *L) {
+  lua_settop(L, 2); /* the scratch userdata goes above the arguments */
+  const char *name = luaL_checkstring(L, 1);
+  int64_t total = 0;
+  const int64_t ncalls = count_calls(L, name, &total);
+  lt_tensor **ts = scratch(L, total, 5);
+  lt_rmsprop_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
+  int64_t at = 0;
+  for (int64_t k = 0; k < ncalls; k++) {
+    lua_geti(L, 2, (lua_Integer)(k + 1));
+    const int c = lua_gettop(L);
+    lt_rmsprop_call *call = &calls[k];
+    const int params_idx = call_field(L, c, 1);
+    const int64_t n = list_len(L, params_idx, name, "params");
+    lt_tensor **params = ts + at, **grads = ts + total + at, **v = ts + 2 * total + at;
+    lt_tensor **bufs = ts + 3 * total + at, **gavg = ts + 4 * total + at;
+    read_tensors(L, params_idx, n, name, "params", params);
+    own_grads(L, n, params, name, grads);
+    read_tensors(L, call_field(L, c, 2), n, name, "square_avgs", v);
+    const bool has_bufs = call_buffers(L, c, 3, n, name, "momentum_buffers", bufs);
+    const bool has_gavg = call_buffers(L, c, 4, n, name, "grad_avgs", gavg);
+    call->n = n;
+    call->params = params;
+    call->grads = grads;
+    call->square_avgs = v;
+    call->momentum_buffers = has_bufs ? bufs : NULL;
+    call->grad_avgs = has_gavg ? gavg : NULL;
+    call->options.lr = call_number(L, c, 5, name, "lr");
+    call->options.alpha = call_number(L, c, 6, name, "alpha");
+    call->options.eps = call_number(L, c, 7, name, "eps");
+    call->options.weight_decay = call_number(L, c, 8, name, "weight_decay");
+    call->options.momentum = call_number(L, c, 9, name, "momentum");
+    call->options.centered = call_bool(L, c, 10);
+    call->options.maximize = call_bool(L, c, 11);
+    lua_settop(L, c - 1);
+    at += n;
+  }
+  lt_status st = lt_rmsprop_step_calls_(name, ncalls, calls);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
+/* adagrad_calls(name, calls): calls[k] = {params, sums, steps, lr, lr_decay,
+ * weight_decay, eps, maximize}; steps are the counts after this step. */
+static int optim_adagrad_calls(lua_State *L) {
+  lua_settop(L, 2); /* the scratch userdata goes above the arguments */
+  const char *name = luaL_checkstring(L, 1);
+  int64_t total = 0;
+  const int64_t ncalls = count_calls(L, name, &total);
+  lt_tensor **ts = scratch(L, total, 3);
+  int64_t *steps = lua_newuserdatauv(L, (size_t)(total > 0 ? total : 1) * sizeof(int64_t), 0);
+  lt_adagrad_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
+  int64_t at = 0;
+  for (int64_t k = 0; k < ncalls; k++) {
+    lua_geti(L, 2, (lua_Integer)(k + 1));
+    const int c = lua_gettop(L);
+    lt_adagrad_call *call = &calls[k];
+    const int params_idx = call_field(L, c, 1);
+    const int64_t n = list_len(L, params_idx, name, "params");
+    lt_tensor **params = ts + at, **grads = ts + total + at, **sums = ts + 2 * total + at;
+    read_tensors(L, params_idx, n, name, "params", params);
+    own_grads(L, n, params, name, grads);
+    read_tensors(L, call_field(L, c, 2), n, name, "sums", sums);
+    const int steps_idx = call_field(L, c, 3);
+    if (list_len(L, steps_idx, name, "steps") != n)
+      ltb_error(L, "%s: steps has %I entries but there are %I parameters", name,
+                 (lua_Integer)luaL_len(L, steps_idx), (lua_Integer)n);
+    for (int64_t i = 0; i < n; i++) {
+      lua_geti(L, steps_idx, (lua_Integer)(i + 1));
+      int ok = 0;
+      steps[at + i] = (int64_t)lua_tointegerx(L, -1, &ok);
+      if (!ok) ltb_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
+                          luaL_typename(L, -1));
+      lua_pop(L, 1);
+    }
+    call->n = n;
+    call->params = params;
+    call->grads = grads;
+    call->sums = sums;
+    call->steps = steps + at;
+    call->options.lr = call_number(L, c, 4, name, "lr");
+    call->options.lr_decay = call_number(L, c, 5, name, "lr_decay");
+    call->options.weight_decay = call_number(L, c, 6, name, "weight_decay");
+    call->options.eps = call_number(L, c, 7, name, "eps");
+    call->options.maximize = call_bool(L, c, 8);
+    lua_settop(L, c - 1);
+    at += n;
+  }
+  lt_status st = lt_adagrad_step_calls_(name, ncalls, calls);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
 /* unscale_many(tensors, found_inf, inv_scale[, of_params]): GradScaler's
  * unscale of every gradient in the list, setting found_inf (a float32
  * tensor of one element) to 1 on an inf or NaN; nothing waits for the
@@ -433,6 +539,8 @@ static const luaL_Reg optim_functions[] = {
     {"adam_many", optim_adam_many},
     {"sgd_calls", optim_sgd_calls},
     {"adam_calls", optim_adam_calls},
+    {"rmsprop_calls", optim_rmsprop_calls},
+    {"adagrad_calls", optim_adagrad_calls},
     {"unscale_many", optim_unscale_many},
     {"unscale_calls", optim_unscale_calls},
     {"has_grad", optim_has_grad},

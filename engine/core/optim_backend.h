@@ -48,6 +48,16 @@ typedef struct lt_optim_backend {
    * and pairwise distinct. */
   lt_status (*unscale_many)(int64_t n, lt_tensor *const *grads, float inv_scale,
                             lt_tensor *found_inf);
+  /* RMSprop (see lt/optim.h): bufs NULL without momentum, grad_avgs NULL
+   * unless o->centered; every buffer already initialised (zeros). */
+  lt_status (*rmsprop_many)(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                            lt_tensor *const *square_avgs, lt_tensor *const *bufs,
+                            lt_tensor *const *grad_avgs, const lt_rmsprop_options *o);
+  /* Adagrad: clrs[i] is index i's learning rate after lr_decay (its step
+   * counts differ per parameter); o->lr and o->lr_decay are not read. */
+  lt_status (*adagrad_many)(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                            lt_tensor *const *sums, const double *clrs,
+                            const lt_adagrad_options *o);
 } lt_optim_backend;
 
 /* The optimizer kernels for dev's type, or NULL when it has none. */

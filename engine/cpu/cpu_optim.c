@@ -205,6 +205,167 @@ static lt_status cpu_adam(lt_tensor *param, const lt_tensor *grad, lt_tensor *ex
   return LT_OK;
 }
 
+/* ---- RMSprop ---- */
+
+typedef struct rmsprop_ctx {
+  char *param, *v, *buf, *gavg;
+  const char *grad;
+  lt_dtype dtype;
+  const lt_rmsprop_options *o;
+} rmsprop_ctx;
+
+/* torch.optim.RMSprop's single-tensor step: grad.add(param, alpha=wd);
+ * square_avg.mul_(alpha).addcmul_(grad, grad, value=1-alpha); centered:
+ * grad_avg.lerp_(grad, 1-alpha) (lerp's two forms, chosen by the weight as
+ * ATen's scalar lerp chooses) and square_avg.addcmul(grad_avg, grad_avg,
+ * value=-1).sqrt_(), else square_avg.sqrt(); add_(eps); momentum:
+ * buf.mul_(momentum).addcdiv_(grad, avg), param.add_(buf, alpha=-lr); else
+ * param.addcdiv_(grad, avg, value=-lr). */
+#define RMSPROP_BODY(T, SQRT)                                                   \
+  do {                                                                          \
+    const T wd = (T)o->weight_decay, alpha = (T)o->alpha;                       \
+    const T w = (T)(1.0 - o->alpha), eps = (T)o->eps;                           \
+    const T mom = (T)o->momentum, neg_lr = (T)(-o->lr);                         \
+    const bool small = fabs(1.0 - o->alpha) < 0.5;                              \
+    const T one_minus_w = (T)1 - w;                                             \
+    for (int64_t i = 0; i < n; i++) {                                           \
+      T gi = o->maximize ? -g[i] : g[i];                                        \
+      if (o->weight_decay != 0.0) gi = gi + wd * p[i];                          \
+      T vi = v[i] * alpha;                                                      \
+      vi = vi + w * gi * gi;                                                    \
+      v[i] = vi;                                                                \
+      T avg;                                                                    \
+      if (ga) {                                                                 \
+        const T a = ga[i];                                                      \
+        const T ai = small ? a + w * (gi - a) : gi - (gi - a) * one_minus_w;    \
+        ga[i] = ai;                                                             \
+        avg = SQRT(vi - ai * ai);                                               \
+      } else {                                                                  \
+        avg = SQRT(vi);                                                         \
+      }                                                                         \
+      avg = avg + eps;                                                          \
+      if (b) {                                                                  \
+        T bi = b[i] * mom;                                                      \
+        bi = bi + gi / avg;                                                     \
+        b[i] = bi;                                                              \
+        p[i] = p[i] + neg_lr * bi;                                              \
+      } else {                                                                  \
+        p[i] = p[i] + neg_lr * gi / avg;                                        \
+      }                                                                         \
+    }                                                                           \
+  } while (0)
+
+LT_CPU_CLONES static void rmsprop_float(float *restrict p, const float *restrict g,
+                                        float *restrict v, float *restrict b,
+                                        float *restrict ga, int64_t n,
+                                        const lt_rmsprop_options *o) {
+  RMSPROP_BODY(float, sqrtf);
+}
+
+static void rmsprop_double(double *restrict p, const double *restrict g, double *restrict v,
+                           double *restrict b, double *restrict ga, int64_t n,
+                           const lt_rmsprop_options *o) {
+  RMSPROP_BODY(double, sqrt);
+}
+
+static void rmsprop_range(void *vctx, int64_t begin, int64_t end) {
+  const rmsprop_ctx *c = vctx;
+  const size_t es = lt_dtype_size(c->dtype);
+  const int64_t at0 = begin * (int64_t)es, n = end - begin;
+  char *p = c->param + at0, *v = c->v + at0;
+  char *b = c->buf ? c->buf + at0 : NULL, *ga = c->gavg ? c->gavg + at0 : NULL;
+  const char *g = c->grad + at0;
+  if (c->dtype == LT_FLOAT32) {
+    rmsprop_float((float *)p, (const float *)g, (float *)v, (float *)b, (float *)ga, n, c->o);
+    return;
+  }
+  if (c->dtype == LT_FLOAT64) {
+    rmsprop_double((double *)p, (const double *)g, (double *)v, (double *)b, (double *)ga, n,
+                   c->o);
+    return;
+  }
+  /* float16 / bfloat16: in float, rounded once, so eps survives. */
+  float pf[CPU_BUF], gf[CPU_BUF], vf[CPU_BUF], bf[CPU_BUF], af[CPU_BUF];
+  for (int64_t off = 0; off < n; off += CPU_BUF) {
+    const int64_t k = n - off < CPU_BUF ? n - off : CPU_BUF;
+    const int64_t at = off * (int64_t)es;
+    cpu_load(CPU_KIND_F32, pf, p + at, (int64_t)es, c->dtype, k);
+    cpu_load(CPU_KIND_F32, gf, g + at, (int64_t)es, c->dtype, k);
+    cpu_load(CPU_KIND_F32, vf, v + at, (int64_t)es, c->dtype, k);
+    if (b) cpu_load(CPU_KIND_F32, bf, b + at, (int64_t)es, c->dtype, k);
+    if (ga) cpu_load(CPU_KIND_F32, af, ga + at, (int64_t)es, c->dtype, k);
+    rmsprop_float(pf, gf, vf, b ? bf : NULL, ga ? af : NULL, k, c->o);
+    cpu_store(CPU_KIND_F32, p + at, (int64_t)es, c->dtype, pf, k);
+    cpu_store(CPU_KIND_F32, v + at, (int64_t)es, c->dtype, vf, k);
+    if (b) cpu_store(CPU_KIND_F32, b + at, (int64_t)es, c->dtype, bf, k);
+    if (ga) cpu_store(CPU_KIND_F32, ga + at, (int64_t)es, c->dtype, af, k);
+  }
+}
+
+/* ---- Adagrad ---- */
+
+typedef struct adagrad_ctx {
+  char *param, *sum;
+  const char *grad;
+  lt_dtype dtype;
+  double clr;
+  const lt_adagrad_options *o;
+} adagrad_ctx;
+
+/* torch.optim.Adagrad's single-tensor dense step: grad.add(param,
+ * alpha=wd); state_sum.addcmul_(grad, grad, value=1); std =
+ * state_sum.sqrt().add_(eps); param.addcdiv_(grad, std, value=-clr). */
+#define ADAGRAD_BODY(T, SQRT)                                                   \
+  do {                                                                          \
+    const T wd = (T)o->weight_decay, eps = (T)o->eps, neg_clr = (T)(-clr);      \
+    for (int64_t i = 0; i < n; i++) {                                           \
+      T gi = o->maximize ? -g[i] : g[i];                                        \
+      if (o->weight_decay != 0.0) gi = gi + wd * p[i];                          \
+      const T si = s[i] + gi * gi;                                              \
+      s[i] = si;                                                                \
+      const T std = SQRT(si) + eps;                                             \
+      p[i] = p[i] + neg_clr * gi / std;                                         \
+    }                                                                           \
+  } while (0)
+
+LT_CPU_CLONES static void adagrad_float(float *restrict p, const float *restrict g,
+                                        float *restrict s, int64_t n, double clr,
+                                        const lt_adagrad_options *o) {
+  ADAGRAD_BODY(float, sqrtf);
+}
+
+static void adagrad_double(double *restrict p, const double *restrict g, double *restrict s,
+                           int64_t n, double clr, const lt_adagrad_options *o) {
+  ADAGRAD_BODY(double, sqrt);
+}
+
+static void adagrad_range(void *vctx, int64_t begin, int64_t end) {
+  const adagrad_ctx *c = vctx;
+  const size_t es = lt_dtype_size(c->dtype);
+  const int64_t at0 = begin * (int64_t)es, n = end - begin;
+  char *p = c->param + at0, *s = c->sum + at0;
+  const char *g = c->grad + at0;
+  if (c->dtype == LT_FLOAT32) {
+    adagrad_float((float *)p, (const float *)g, (float *)s, n, c->clr, c->o);
+    return;
+  }
+  if (c->dtype == LT_FLOAT64) {
+    adagrad_double((double *)p, (const double *)g, (double *)s, n, c->clr, c->o);
+    return;
+  }
+  float pf[CPU_BUF], gf[CPU_BUF], sf[CPU_BUF];
+  for (int64_t off = 0; off < n; off += CPU_BUF) {
+    const int64_t k = n - off < CPU_BUF ? n - off : CPU_BUF;
+    const int64_t at = off * (int64_t)es;
+    cpu_load(CPU_KIND_F32, pf, p + at, (int64_t)es, c->dtype, k);
+    cpu_load(CPU_KIND_F32, gf, g + at, (int64_t)es, c->dtype, k);
+    cpu_load(CPU_KIND_F32, sf, s + at, (int64_t)es, c->dtype, k);
+    adagrad_float(pf, gf, sf, k, c->clr, c->o);
+    cpu_store(CPU_KIND_F32, p + at, (int64_t)es, c->dtype, pf, k);
+    cpu_store(CPU_KIND_F32, s + at, (int64_t)es, c->dtype, sf, k);
+  }
+}
+
 /* ---- multi-tensor forms ----
  * Each tensor is already split over the pool when it is big; small ones run
  * one after another, as the single steps would. */
@@ -223,6 +384,33 @@ static lt_status cpu_adam_many(int64_t n, lt_tensor *const *params, lt_tensor *c
   for (int64_t i = 0; i < n; i++)
     LT_TRY(cpu_adam(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
                     max_exp_avg_sqs ? max_exp_avg_sqs[i] : NULL, &s[i]));
+  return LT_OK;
+}
+
+static lt_status cpu_rmsprop_many(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                                  lt_tensor *const *square_avgs, lt_tensor *const *bufs,
+                                  lt_tensor *const *grad_avgs, const lt_rmsprop_options *o) {
+  for (int64_t i = 0; i < n; i++) {
+    rmsprop_ctx c = {lt_data(params[i]),
+                     lt_data(square_avgs[i]),
+                     bufs ? lt_data(bufs[i]) : NULL,
+                     grad_avgs ? lt_data(grad_avgs[i]) : NULL,
+                     lt_data(grads[i]),
+                     params[i]->dtype,
+                     o};
+    lt_parallel_for(lt_numel(params[i]), OPTIM_GRAIN, rmsprop_range, &c);
+  }
+  return LT_OK;
+}
+
+static lt_status cpu_adagrad_many(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                                  lt_tensor *const *sums, const double *clrs,
+                                  const lt_adagrad_options *o) {
+  for (int64_t i = 0; i < n; i++) {
+    adagrad_ctx c = {lt_data(params[i]), lt_data(sums[i]), lt_data(grads[i]),
+                     params[i]->dtype,   clrs[i],          o};
+    lt_parallel_for(lt_numel(params[i]), OPTIM_GRAIN, adagrad_range, &c);
+  }
   return LT_OK;
 }
 
@@ -294,4 +482,6 @@ const lt_optim_backend lt_cpu_optim_backend = {
     .sgd_many = cpu_sgd_many,
     .adam_many = cpu_adam_many,
     .unscale_many = cpu_unscale_many,
+    .rmsprop_many = cpu_rmsprop_many,
+    .adagrad_many = cpu_adagrad_many,
 };

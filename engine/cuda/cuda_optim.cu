@@ -1,5 +1,5 @@
-// The CUDA optimizer table: SGD, Adam/AdamW and GradScaler's unscale, each
-// over a list of tensors with few launches (multi-tensor apply, as PyTorch's
+// The CUDA optimizer table: SGD, Adam/AdamW, RMSprop, Adagrad and
+// GradScaler's unscale, each over a list of tensors with few launches (multi-tensor apply, as PyTorch's
 // foreach kernels): a launch gets up to MAX tensors' pointers and sizes and a
 // table of chunks (tensor slot, chunk number) in its parameter struct, one
 // block per chunk, and a list longer than that takes several launches. The
@@ -84,7 +84,30 @@ struct adam_common {
   bool amsgrad, maximize;
 };
 
+// param, grad, square_avg, momentum buffer, grad_avg (NULL where unused);
+// RMSprop has no per-tensor scalars.
+typedef optim_list<5> rmsprop_list;
+
+struct rmsprop_common {
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered, maximize, has_buf;
+};
+
+struct adagrad_list {
+  optim_list<3> t; // param, grad, sum
+  double clr[optim_list<3>::MAX];
+};
+
+struct adagrad_common {
+  double weight_decay, eps;
+  bool maximize;
+};
+
 static_assert(sizeof(sgd_list) + sizeof(sgd_common) <= 4000, "SGD launch arguments over 4 KiB");
+static_assert(sizeof(rmsprop_list) + sizeof(rmsprop_common) <= 4000,
+              "RMSprop launch arguments over 4 KiB");
+static_assert(sizeof(adagrad_list) + sizeof(adagrad_common) <= 4000,
+              "Adagrad launch arguments over 4 KiB");
 static_assert(sizeof(adam_list) + sizeof(adam_common) <= 4000, "Adam launch arguments over 4 KiB");
 static_assert(sizeof(optim_list<1>) + 16 <= 4000, "unscale launch arguments over 4 KiB");
 
@@ -163,6 +186,73 @@ template <int DT> __global__ void adam_kernel(adam_list l, adam_common s) {
     }
     const C denom = op_add(op_div(op_sqrt(vi), bc2), eps);
     cuda_store<C>(p + at, DT, op_add(pi, op_div(op_mul(neg_step, mi), denom)));
+  }
+}
+
+// RMSPROP_BODY of cpu_optim.c: the same operations, lerp's form chosen by
+// the weight as there.
+template <int DT> __global__ void rmsprop_kernel(rmsprop_list l, rmsprop_common o) {
+  typedef typename optim_elem<DT>::C C;
+  const int ES = optim_elem<DT>::size;
+  int64_t begin, end;
+  const int slot = chunk_range(l, &begin, &end);
+  char *p = l.ptr[0][slot], *v = l.ptr[2][slot];
+  char *b = o.has_buf ? l.ptr[3][slot] : NULL, *ga = o.centered ? l.ptr[4][slot] : NULL;
+  const char *g = l.ptr[1][slot];
+  const C wd = (C)o.weight_decay, alpha = (C)o.alpha, w = (C)(1.0 - o.alpha);
+  const C eps = (C)o.eps, mom = (C)o.momentum, neg_lr = (C)(-o.lr);
+  const bool small = fabs(1.0 - o.alpha) < 0.5;
+  const C one_minus_w = op_add((C)1, -w);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const int64_t at = i * ES;
+    const C pi = cuda_load<C>(p + at, DT);
+    C gi = cuda_load<C>(g + at, DT);
+    if (o.maximize) gi = -gi;
+    if (o.weight_decay != 0.0) gi = op_add(gi, op_mul(wd, pi));
+    C vi = op_mul(cuda_load<C>(v + at, DT), alpha);
+    vi = op_add(vi, op_mul(op_mul(w, gi), gi));
+    cuda_store<C>(v + at, DT, vi);
+    C avg;
+    if (ga) {
+      const C a = cuda_load<C>(ga + at, DT);
+      const C d = op_add(gi, -a);
+      const C ai = small ? op_add(a, op_mul(w, d)) : op_add(gi, -op_mul(d, one_minus_w));
+      cuda_store<C>(ga + at, DT, ai);
+      avg = op_sqrt(op_add(vi, -op_mul(ai, ai)));
+    } else {
+      avg = op_sqrt(vi);
+    }
+    avg = op_add(avg, eps);
+    if (b) {
+      C bi = op_mul(cuda_load<C>(b + at, DT), mom);
+      bi = op_add(bi, op_div(gi, avg));
+      cuda_store<C>(b + at, DT, bi);
+      cuda_store<C>(p + at, DT, op_add(pi, op_mul(neg_lr, bi)));
+    } else {
+      cuda_store<C>(p + at, DT, op_add(pi, op_div(op_mul(neg_lr, gi), avg)));
+    }
+  }
+}
+
+// ADAGRAD_BODY of cpu_optim.c, with this tensor's decayed learning rate.
+template <int DT> __global__ void adagrad_kernel(adagrad_list l, adagrad_common o) {
+  typedef typename optim_elem<DT>::C C;
+  const int ES = optim_elem<DT>::size;
+  int64_t begin, end;
+  const int slot = chunk_range(l.t, &begin, &end);
+  char *p = l.t.ptr[0][slot], *s = l.t.ptr[2][slot];
+  const char *g = l.t.ptr[1][slot];
+  const C wd = (C)o.weight_decay, eps = (C)o.eps, neg_clr = (C)(-l.clr[slot]);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const int64_t at = i * ES;
+    const C pi = cuda_load<C>(p + at, DT);
+    C gi = cuda_load<C>(g + at, DT);
+    if (o.maximize) gi = -gi;
+    if (o.weight_decay != 0.0) gi = op_add(gi, op_mul(wd, pi));
+    const C si = op_add(cuda_load<C>(s + at, DT), op_mul(gi, gi));
+    cuda_store<C>(s + at, DT, si);
+    const C std = op_add(op_sqrt(si), eps);
+    cuda_store<C>(p + at, DT, op_add(pi, op_div(op_mul(neg_clr, gi), std)));
   }
 }
 
@@ -312,6 +402,83 @@ static lt_status cuda_adam_many(int64_t n, lt_tensor *const *params, lt_tensor *
   return LT_OK;
 }
 
+// ---- RMSprop ----
+
+template <int DT>
+static lt_status rmsprop_launch(const rmsprop_list &l, const rmsprop_common &o, int nblocks) {
+  rmsprop_kernel<DT><<<nblocks, CUDA_THREADS, 0, cuda_stream()>>>(l, o);
+  return cuda_check_launch("RMSprop", "rmsprop_kernel");
+}
+
+static lt_status cuda_rmsprop_many(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                                   lt_tensor *const *square_avgs, lt_tensor *const *bufs,
+                                   lt_tensor *const *grad_avgs, const lt_rmsprop_options *o) {
+  cuda_device_guard guard(params[0]->storage->device);
+  const rmsprop_common common = {o->lr,       o->alpha,    o->eps,       o->weight_decay,
+                                 o->momentum, o->centered, o->maximize, bufs != NULL};
+  rmsprop_list l;
+  for (lt_dtype dt : optim_dtypes) {
+    auto fill = [&](int slot, int64_t i) {
+      l.ptr[0][slot] = cuda_bytes(params[i]);
+      l.ptr[1][slot] = cuda_bytes(grads[i]);
+      l.ptr[2][slot] = cuda_bytes(square_avgs[i]);
+      l.ptr[3][slot] = bufs ? cuda_bytes(bufs[i]) : NULL;
+      l.ptr[4][slot] = grad_avgs ? cuda_bytes(grad_avgs[i]) : NULL;
+    };
+    auto move = [&](int to, int from) {
+      for (int k = 0; k < 5; k++) l.ptr[k][to] = l.ptr[k][from];
+    };
+    auto launch = [&](int nblocks) -> lt_status {
+      switch (dt) {
+        case LT_FLOAT32: return rmsprop_launch<LT_FLOAT32>(l, common, nblocks);
+        case LT_FLOAT64: return rmsprop_launch<LT_FLOAT64>(l, common, nblocks);
+        case LT_FLOAT16: return rmsprop_launch<LT_FLOAT16>(l, common, nblocks);
+        default: return rmsprop_launch<LT_BFLOAT16>(l, common, nblocks);
+      }
+    };
+    LT_TRY(pack_and_launch(l, n, params, dt, fill, move, launch));
+  }
+  return LT_OK;
+}
+
+// ---- Adagrad ----
+
+template <int DT>
+static lt_status adagrad_launch(const adagrad_list &l, const adagrad_common &o, int nblocks) {
+  adagrad_kernel<DT><<<nblocks, CUDA_THREADS, 0, cuda_stream()>>>(l, o);
+  return cuda_check_launch("Adagrad", "adagrad_kernel");
+}
+
+static lt_status cuda_adagrad_many(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+                                   lt_tensor *const *sums, const double *clrs,
+                                   const lt_adagrad_options *o) {
+  cuda_device_guard guard(params[0]->storage->device);
+  const adagrad_common common = {o->weight_decay, o->eps, o->maximize};
+  adagrad_list l;
+  for (lt_dtype dt : optim_dtypes) {
+    auto fill = [&](int slot, int64_t i) {
+      l.t.ptr[0][slot] = cuda_bytes(params[i]);
+      l.t.ptr[1][slot] = cuda_bytes(grads[i]);
+      l.t.ptr[2][slot] = cuda_bytes(sums[i]);
+      l.clr[slot] = clrs[i];
+    };
+    auto move = [&](int to, int from) {
+      for (int k = 0; k < 3; k++) l.t.ptr[k][to] = l.t.ptr[k][from];
+      l.clr[to] = l.clr[from];
+    };
+    auto launch = [&](int nblocks) -> lt_status {
+      switch (dt) {
+        case LT_FLOAT32: return adagrad_launch<LT_FLOAT32>(l, common, nblocks);
+        case LT_FLOAT64: return adagrad_launch<LT_FLOAT64>(l, common, nblocks);
+        case LT_FLOAT16: return adagrad_launch<LT_FLOAT16>(l, common, nblocks);
+        default: return adagrad_launch<LT_BFLOAT16>(l, common, nblocks);
+      }
+    };
+    LT_TRY(pack_and_launch(l.t, n, params, dt, fill, move, launch));
+  }
+  return LT_OK;
+}
+
 // ---- GradScaler's unscale ----
 
 template <int DT>
@@ -347,4 +514,6 @@ extern const lt_optim_backend cuda_optim_backend = {
     /* sgd_many */ cuda_sgd_many,
     /* adam_many */ cuda_adam_many,
     /* unscale_many */ cuda_unscale_many,
+    /* rmsprop_many */ cuda_rmsprop_many,
+    /* adagrad_many */ cuda_adagrad_many,
 };

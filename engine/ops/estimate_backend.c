@@ -307,11 +307,24 @@ E_NO_WORK(e_unscale_many,
           (int64_t n, lt_tensor *const *grads, float inv_scale, lt_tensor *found_inf),
           (void)n; (void)grads; (void)inv_scale; (void)found_inf)
 
+E_NO_WORK(e_rmsprop_many,
+          (int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
+           lt_tensor *const *square_avgs, lt_tensor *const *bufs, lt_tensor *const *grad_avgs,
+           const lt_rmsprop_options *o),
+          (void)n; (void)params; (void)grads; (void)square_avgs; (void)bufs; (void)grad_avgs;
+          (void)o)
+E_NO_WORK(e_adagrad_many,
+          (int64_t n, lt_tensor *const *params, lt_tensor *const *grads, lt_tensor *const *sums,
+           const double *clrs, const lt_adagrad_options *o),
+          (void)n; (void)params; (void)grads; (void)sums; (void)clrs; (void)o)
+
 static const lt_optim_backend estimate_optim = {
     .name = "estimate",
     .sgd_many = e_sgd_many,
     .adam_many = e_adam_many,
     .unscale_many = e_unscale_many,
+    .rmsprop_many = e_rmsprop_many,
+    .adagrad_many = e_adagrad_many,
 };
 
 const lt_optim_backend *lt_estimate_optim_backend(void) { return &estimate_optim; }

@@ -336,6 +336,7 @@ typedef struct prepared {
   lt_tensor **g;       /* contiguous gradients (references) */
   bool *init;          /* SGD: which momentum buffers are new */
   lt_adam_scalars *s;  /* Adam: each parameter's scalars */
+  double *clr;         /* Adagrad: each parameter's decayed learning rate */
 } prepared;
 
 static void prepared_free(prepared *p, int64_t n) {
@@ -343,9 +344,11 @@ static void prepared_free(prepared *p, int64_t n) {
   free(p->g);
   free(p->init);
   free(p->s);
+  free(p->clr);
   p->g = NULL;
   p->init = NULL;
   p->s = NULL;
+  p->clr = NULL;
 }
 
 /* Checks one SGD call and makes its temporaries; on an error nothing is kept. */
@@ -534,6 +537,185 @@ lt_status lt_adam_step_many_(const char *name, int64_t n, lt_tensor *const *para
                              const int64_t *steps, const lt_adam_options *o) {
   lt_adam_call c = {n, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *o};
   return lt_adam_step_calls_(name, 1, &c);
+}
+
+/* ---- RMSprop and Adagrad ---- */
+
+static lt_status check_eps(const char *name, double eps) {
+  if (!(eps >= 0.0)) return lt_error(LT_ERR_ARG, "%s: invalid epsilon value: %g", name, eps);
+  return LT_OK;
+}
+
+static lt_status check_rmsprop_options(const char *name, const lt_rmsprop_options *o) {
+  LT_TRY(check_lr(name, o->lr));
+  LT_TRY(check_eps(name, o->eps));
+  if (!(o->momentum >= 0.0))
+    return lt_error(LT_ERR_ARG, "%s: invalid momentum value: %g", name, o->momentum);
+  LT_TRY(check_weight_decay(name, o->weight_decay));
+  /* PyTorch only refuses alpha < 0; above 1 the average's weights change
+   * sign, which is never meant, so lt refuses it too. */
+  if (!(o->alpha >= 0.0 && o->alpha <= 1.0))
+    return lt_error(LT_ERR_ARG, "%s: invalid alpha value: %g (expected a number in [0, 1])", name,
+                    o->alpha);
+  return LT_OK;
+}
+
+/* A state buffer of parameter i that must be there (the list and its entry),
+ * checked like the parameter. */
+static lt_status check_state(const char *name, const char *who, const char *what,
+                             lt_tensor *const *list, int64_t i, const lt_tensor *param) {
+  if (!list || !list[i])
+    return lt_error(LT_ERR_ARG, "%s: expected a %s buffer, got NULL", list ? who : name, what);
+  return check_like_param(who, what, param, list[i], true);
+}
+
+/* Checks one RMSprop call and makes its temporaries; on an error nothing is kept. */
+static lt_status rmsprop_prepare(const char *name, const lt_rmsprop_call *c, prepared *out) {
+  const lt_rmsprop_options *o = &c->options;
+  const int64_t n = c->n;
+  LT_TRY(check_rmsprop_options(name, o));
+  LT_TRY(check_count(name, n, c->params, c->grads));
+  const bool momentum = o->momentum != 0.0, centered = o->centered;
+  char who[WHO_BUF];
+  for (int64_t i = 0; i < n; i++) {
+    indexed(who, sizeof who, name, "parameter", i);
+    LT_TRY(check_param(who, c->params[i]));
+    LT_TRY(check_same_device(name, "parameter", c->params[0], c->params[i], i));
+    LT_TRY(check_like_param(who, "the gradient", c->params[i], c->grads[i], false));
+    LT_TRY(check_state(name, who, "square_avg", c->square_avgs, i, c->params[i]));
+    if (momentum)
+      LT_TRY(check_state(name, who, "momentum_buffer", c->momentum_buffers, i, c->params[i]));
+    if (centered) LT_TRY(check_state(name, who, "grad_avg", c->grad_avgs, i, c->params[i]));
+  }
+  LT_TRY(optim_backend(name, c->params[0]->storage->device, &out->be));
+  written *w = malloc((size_t)n * 4 * sizeof *w);
+  lt_tensor **g = malloc((size_t)n * sizeof *g);
+  lt_status st = w && g ? LT_OK : no_memory(name);
+  if (st == LT_OK) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++) {
+      add_written(w, &count, c->params[i], i, "the parameter");
+      add_written(w, &count, c->square_avgs[i], i, "its square_avg");
+      if (momentum) add_written(w, &count, c->momentum_buffers[i], i, "its momentum_buffer");
+      if (centered) add_written(w, &count, c->grad_avgs[i], i, "its grad_avg");
+    }
+    st = check_disjoint(name, "parameter", w, count);
+    if (st == LT_OK) st = check_reads_disjoint(name, "parameter", w, count, c->grads, n);
+  }
+  if (st == LT_OK) st = contiguous_all(c->grads, n, g);
+  free(w);
+  if (st != LT_OK) {
+    free(g);
+    return st;
+  }
+  out->g = g;
+  return LT_OK;
+}
+
+static lt_status check_adagrad_options(const char *name, const lt_adagrad_options *o) {
+  LT_TRY(check_lr(name, o->lr));
+  if (!(o->lr_decay >= 0.0))
+    return lt_error(LT_ERR_ARG, "%s: invalid lr_decay value: %g", name, o->lr_decay);
+  LT_TRY(check_weight_decay(name, o->weight_decay));
+  LT_TRY(check_eps(name, o->eps));
+  return LT_OK;
+}
+
+/* Checks one Adagrad call and makes its temporaries; on an error nothing is kept. */
+static lt_status adagrad_prepare(const char *name, const lt_adagrad_call *c, prepared *out) {
+  const lt_adagrad_options *o = &c->options;
+  const int64_t n = c->n;
+  LT_TRY(check_adagrad_options(name, o));
+  LT_TRY(check_count(name, n, c->params, c->grads));
+  if (!c->sums || !c->steps)
+    return lt_error(LT_ERR_ARG, "%s: expected sum and step lists, got NULL", name);
+  char who[WHO_BUF];
+  for (int64_t i = 0; i < n; i++) {
+    indexed(who, sizeof who, name, "parameter", i);
+    if (c->steps[i] < 1)
+      return lt_error(LT_ERR_ARG, "%s: invalid step count %lld (steps count from 1)", who,
+                      (long long)c->steps[i]);
+    LT_TRY(check_param(who, c->params[i]));
+    LT_TRY(check_same_device(name, "parameter", c->params[0], c->params[i], i));
+    LT_TRY(check_like_param(who, "the gradient", c->params[i], c->grads[i], false));
+    LT_TRY(check_state(name, who, "sum", c->sums, i, c->params[i]));
+  }
+  LT_TRY(optim_backend(name, c->params[0]->storage->device, &out->be));
+  written *w = malloc((size_t)n * 2 * sizeof *w);
+  lt_tensor **g = malloc((size_t)n * sizeof *g);
+  double *clr = malloc((size_t)n * sizeof *clr);
+  lt_status st = w && g && clr ? LT_OK : no_memory(name);
+  if (st == LT_OK) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++) {
+      add_written(w, &count, c->params[i], i, "the parameter");
+      add_written(w, &count, c->sums[i], i, "its sum");
+      /* torch.optim.Adagrad's clr, in Python floats. */
+      clr[i] = o->lr / (1.0 + (double)(c->steps[i] - 1) * o->lr_decay);
+    }
+    st = check_disjoint(name, "parameter", w, count);
+    if (st == LT_OK) st = check_reads_disjoint(name, "parameter", w, count, c->grads, n);
+  }
+  if (st == LT_OK) st = contiguous_all(c->grads, n, g);
+  free(w);
+  if (st != LT_OK) {
+    free(g);
+    free(clr);
+    return st;
+  }
+  out->g = g;
+  out->clr = clr;
+  return LT_OK;
+}
+
+/* As lt_sgd_step_calls_: every call prepared before the first kernel. */
+lt_status lt_rmsprop_step_calls_(const char *name, int64_t ncalls, const lt_rmsprop_call *calls) {
+  if (!name) name = "RMSprop";
+  LT_TRY(check_calls(name, ncalls, calls));
+  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
+  if (!pre) return no_memory(name);
+  int64_t ready = 0;
+  lt_status st = LT_OK;
+  while (ready < ncalls && (st = rmsprop_prepare(name, &calls[ready], &pre[ready])) == LT_OK) ready++;
+  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
+    const lt_rmsprop_call *c = &calls[k];
+    const bool momentum = c->options.momentum != 0.0, centered = c->options.centered;
+    st = pre[k].be->rmsprop_many(c->n, c->params, pre[k].g, c->square_avgs,
+                                 momentum ? c->momentum_buffers : NULL,
+                                 centered ? c->grad_avgs : NULL, &c->options);
+    if (st != LT_OK) break;
+    for (int64_t i = 0; i < c->n; i++) {
+      ops_bump_version(c->params[i], "rmsprop_step_");
+      ops_bump_version(c->square_avgs[i], "rmsprop_step_");
+      if (momentum) ops_bump_version(c->momentum_buffers[i], "rmsprop_step_");
+      if (centered) ops_bump_version(c->grad_avgs[i], "rmsprop_step_");
+    }
+  }
+  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
+  free(pre);
+  return st;
+}
+
+lt_status lt_adagrad_step_calls_(const char *name, int64_t ncalls, const lt_adagrad_call *calls) {
+  if (!name) name = "Adagrad";
+  LT_TRY(check_calls(name, ncalls, calls));
+  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
+  if (!pre) return no_memory(name);
+  int64_t ready = 0;
+  lt_status st = LT_OK;
+  while (ready < ncalls && (st = adagrad_prepare(name, &calls[ready], &pre[ready])) == LT_OK) ready++;
+  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
+    const lt_adagrad_call *c = &calls[k];
+    st = pre[k].be->adagrad_many(c->n, c->params, pre[k].g, c->sums, pre[k].clr, &c->options);
+    if (st != LT_OK) break;
+    for (int64_t i = 0; i < c->n; i++) {
+      ops_bump_version(c->params[i], "adagrad_step_");
+      ops_bump_version(c->sums[i], "adagrad_step_");
+    }
+  }
+  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
+  free(pre);
+  return st;
 }
 
 #define UNSCALE "unscale_many"

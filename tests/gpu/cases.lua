@@ -535,7 +535,14 @@ end
 -- Optimizer steps and the GradScaler's unscale on both backends: parameters
 -- after three steps.
 local function add_optim(add, dtype)
-  for _, kind in ipairs {"SGD", "Adam", "AdamW"} do
+  -- RMSprop with every buffer (momentum, centered), Adagrad with lr_decay
+  -- and weight decay: every branch of their kernels.
+  local OPTIONS = {
+    SGD = {lr = 0.1, momentum = 0.9, nesterov = true},
+    RMSprop = {lr = 0.01, momentum = 0.5, centered = true, weight_decay = 0.01},
+    Adagrad = {lr = 0.1, lr_decay = 0.1, weight_decay = 0.01, initial_accumulator_value = 0.1},
+  }
+  for _, kind in ipairs {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"} do
     add("optim_" .. kind, function()
       local base = {lt.randn({33, 7}, {dtype = dtype}), lt.randn({5}, {dtype = dtype})}
       local grads = {}
@@ -548,8 +555,7 @@ local function add_optim(add, dtype)
         -- A copy on each device: p:to("cpu") is p itself, and the CPU run's
         -- steps would otherwise move the CUDA run's starting point.
         for i, p in ipairs(base) do params[i] = p:clone():to(dev):requires_grad_(true) end
-        local o = kind == "SGD" and lt.optim.SGD(params, {lr = 0.1, momentum = 0.9, nesterov = true})
-          or lt.optim[kind](params, {lr = 0.01, weight_decay = 0.01})
+        local o = lt.optim[kind](params, OPTIONS[kind] or {lr = 0.01, weight_decay = 0.01})
         for s = 1, 3 do
           for i, p in ipairs(params) do p.grad = grads[s][i]:to(dev) end
           o:step()
@@ -696,6 +702,7 @@ local KERNEL_CASES = {
   embedding = {"^embedding$"}, embedding_backward = {"^embedding$"},
   attention = {"^attention"}, attention_backward = {"^attention"},
   sgd_many = {"^optim_SGD$"}, adam_many = {"^optim_Adam"}, unscale_many = {"^grad_scaler_unscale"},
+  rmsprop_many = {"^optim_RMSprop$"}, adagrad_many = {"^optim_Adagrad$"},
 }
 -- The reductions of lt_reduce_op (LT_REDUCE_SUM, ...) and their cases.
 local REDUCE_CASES = {SUM = "^sum", MEAN = "^mean_first$", PROD = "^prod$"}

@@ -92,6 +92,53 @@ typedef struct lt_adam_call {
 LT_API lt_status lt_sgd_step_calls_(const char *name, int64_t ncalls, const lt_sgd_call *calls);
 LT_API lt_status lt_adam_step_calls_(const char *name, int64_t ncalls, const lt_adam_call *calls);
 
+/* RMSprop and Adagrad, as torch.optim.RMSprop / torch.optim.Adagrad
+ * (single-tensor code, foreach=False), in the multi-tensor form only: the
+ * optimizers of lua/lt/optim call them once per step.
+ *
+ * RMSprop, per element: g = maximize ? -grad : grad; g += weight_decay * p;
+ * square_avg = square_avg * alpha + (1 - alpha) * g * g; centered:
+ * grad_avg = lerp(grad_avg, g, 1 - alpha), avg = sqrt(square_avg -
+ * grad_avg^2) + eps, else avg = sqrt(square_avg) + eps; momentum:
+ * buf = buf * momentum + g / avg, p += -lr * buf; else p += -lr * g / avg.
+ * momentum_buffers is used (and required) only when momentum is not 0,
+ * grad_avgs only when centered; new buffers are zero-filled by the caller,
+ * as PyTorch's zeros_like. */
+typedef struct lt_rmsprop_options {
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered, maximize;
+} lt_rmsprop_options;
+
+typedef struct lt_rmsprop_call {
+  int64_t n;
+  lt_tensor *const *params, *const *grads, *const *square_avgs, *const *momentum_buffers,
+      *const *grad_avgs;
+  lt_rmsprop_options options;
+} lt_rmsprop_call;
+
+LT_API lt_status lt_rmsprop_step_calls_(const char *name, int64_t ncalls,
+                                        const lt_rmsprop_call *calls);
+
+/* Adagrad, per element: g = maximize ? -grad : grad; g += weight_decay * p;
+ * sum += g * g; p += -clr * g / (sqrt(sum) + eps), with
+ * clr = lr / (1 + (step - 1) * lr_decay) computed in double per parameter
+ * from steps[i], its step count after this step (1 on the first). A new sum
+ * is filled by the caller with initial_accumulator_value. */
+typedef struct lt_adagrad_options {
+  double lr, lr_decay, weight_decay, eps;
+  bool maximize;
+} lt_adagrad_options;
+
+typedef struct lt_adagrad_call {
+  int64_t n;
+  lt_tensor *const *params, *const *grads, *const *sums;
+  const int64_t *steps;
+  lt_adagrad_options options;
+} lt_adagrad_call;
+
+LT_API lt_status lt_adagrad_step_calls_(const char *name, int64_t ncalls,
+                                        const lt_adagrad_call *calls);
+
 /* GradScaler's unscale: grads[i] *= inv_scale in place (a float32 value;
  * float for float32/float16/bfloat16 gradients, double for float64, as
  * mul_), and found_inf (a one-element float32 tensor on the gradients'

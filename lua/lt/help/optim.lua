@@ -7,11 +7,12 @@ return {
   title = "Optimizers",
   intro = "torch.optim's optimizers over fused kernels: one engine call updates every parameter of a "
     .. "device. State is allocated at the first step and counted as optimizer memory "
-    .. "(lt.memory.stats().by_category.optimizer): SGD 0x or 1x the parameter bytes (momentum), Adam 2x. "
+    .. "(lt.memory.stats().by_category.optimizer): SGD 0x or 1x the parameter bytes (momentum), Adam 2x, "
+    .. "RMSprop 1x to 3x, Adagrad 1x. "
     .. "A step that fails (out of memory) changes no parameter and no state.",
   entries = {
     { "optim", "lt.optim (local optim = lt.optim)",
-      "SGD, Adam, AdamW, the Optimizer base and optim.lr_scheduler.",
+      "SGD, Adam, AdamW, RMSprop, Adagrad, the Optimizer base and optim.lr_scheduler.",
       ex = "local adam = lt.optim.Adam(model:parameters(), {lr = 1e-3})", members = "optim." },
     { "optim.SGD", "optim.SGD(params, {lr=, momentum=0, dampening=0, weight_decay=0, nesterov=false, maximize=false})",
       "Stochastic gradient descent, as torch.optim.SGD (lr is required). " .. PARAMS
@@ -33,7 +34,27 @@ return {
       "Adam with decoupled weight decay, as torch.optim.AdamW (weight_decay defaults to 0.01).",
       opts = "lr=0.001, betas={0.9, 0.999}, eps=1e-8, weight_decay=0.01, amsgrad=false, maximize=false",
       ex = "local adamw = optim.AdamW(model:parameters(), {lr = 1e-3, weight_decay = 0.05})" },
-    { "optim.Optimizer", "optim.Optimizer (the base of SGD, Adam and AdamW)",
+    { "optim.RMSprop",
+      "optim.RMSprop(params, {lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=false, "
+        .. "maximize=false})",
+      "RMSprop, as torch.optim.RMSprop: the gradient divided by the root of a running average of its "
+        .. "square (centered: of its variance). alpha must lie in [0, 1]. " .. PARAMS
+        .. "State per parameter: square_avg, momentum_buffer (momentum not 0) and grad_avg (centered), "
+        .. "and the step count.",
+      opts = "lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=false, maximize=false",
+      ex = "local rms = optim.RMSprop(model:parameters(), {lr = 1e-3, momentum = 0.9})",
+      see = { "optim.Adagrad", "optim.Optimizer" } },
+    { "optim.Adagrad",
+      "optim.Adagrad(params, {lr=0.01, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10, "
+        .. "maximize=false})",
+      "Adagrad, as torch.optim.Adagrad (dense gradients): the gradient divided by the root of the sum of "
+        .. "its squares, at the rate lr / (1 + (step - 1) * lr_decay). " .. PARAMS
+        .. "State per parameter: sum (starting at initial_accumulator_value) and the step count, made at "
+        .. "the parameter's first step (PyTorch makes it in the constructor, with the same values).",
+      opts = "lr=0.01, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10, maximize=false",
+      ex = "local ada = optim.Adagrad(model:parameters(), {lr = 0.05})",
+      see = { "optim.RMSprop", "optim.Optimizer" } },
+    { "optim.Optimizer", "optim.Optimizer (the base of SGD, Adam, AdamW, RMSprop and Adagrad)",
       "Parameter groups, lazily allocated state, zero_grad, state_dict and load_state_dict, state_bytes. "
         .. "An optimizer has the fields param_groups (each group's params and options, which a schedule "
         .. "changes) and state (per parameter). tostring(opt) lists the groups' options.",

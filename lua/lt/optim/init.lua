@@ -2,6 +2,8 @@
 --   optim.SGD(params, {lr=, momentum=, dampening=, weight_decay=, nesterov=})
 --   optim.Adam(params, {lr=, betas={b1, b2}, eps=, weight_decay=, amsgrad=})
 --   optim.AdamW(...)                        (decoupled weight decay, default 0.01)
+--   optim.RMSprop(params, {lr=, alpha=, eps=, weight_decay=, momentum=, centered=})
+--   optim.Adagrad(params, {lr=, lr_decay=, weight_decay=, initial_accumulator_value=, eps=})
 --   optim.lr_scheduler.StepLR / CosineAnnealingLR / LinearLR / LambdaLR /
 --     OneCycleLR / SequentialLR
 -- params: a list of tensors, or a list of groups {params={...}, lr=...}.
@@ -15,5 +17,7 @@ return {
   SGD = require "lt.optim.sgd",
   Adam = adam.Adam,
   AdamW = adam.AdamW,
+  RMSprop = require "lt.optim.rmsprop",
+  Adagrad = require "lt.optim.adagrad",
   lr_scheduler = lr_scheduler,
 }
