@@ -57,15 +57,32 @@ static void add_table_keys(lua_State *L, int set, int table, const char *prefix,
   }
 }
 
-/* When __index is a function (typical of userdata that also handle t[i] or fields), its
- * methods usually sit in a table the function holds as an upvalue; list those tables' keys
- * (not _ENV's: that would be every global). */
+/* The keys of the table at `table` and of each __index table of its metatable chain, with
+ * metamethods left out: a class and the classes it derives from (Linear, then Module). */
+static void add_class_chain_keys(lua_State *L, int set, int table, const char *prefix,
+                                 const char *partial, int methods_only) {
+  lua_pushvalue(L, table);
+  for (int depth = 0; depth < MAX_INDEX_CHAIN && lua_type(L, -1) == LUA_TTABLE; depth++) {
+    int current = lua_gettop(L);
+    add_table_keys(L, set, current, prefix, partial, methods_only, 1);
+    if (!lua_getmetatable(L, current)) break;
+    if (lua_getfield(L, -1, "__index") != LUA_TTABLE || lua_rawequal(L, -1, current)) break;
+    lua_replace(L, current);
+    lua_settop(L, current);
+  }
+  lua_settop(L, table);
+}
+
+/* When __index is a function (typical of userdata that also handle t[i] or fields, and of
+ * lt's modules, whose parameters live in slots), its methods usually sit in a table the
+ * function holds as an upvalue: list those tables' keys and their class chains' (not _ENV's:
+ * that would be every global). */
 static void add_upvalue_table_keys(lua_State *L, int set, int function, const char *prefix,
                                    const char *partial, int methods_only) {
   const char *name;
   for (int i = 1; (name = lua_getupvalue(L, function, i)) != NULL; i++) {
     if (lua_type(L, -1) == LUA_TTABLE && strcmp(name, "_ENV") != 0)
-      add_table_keys(L, set, lua_gettop(L), prefix, partial, methods_only, 1);
+      add_class_chain_keys(L, set, lua_gettop(L), prefix, partial, methods_only);
     lua_pop(L, 1);
   }
 }

@@ -190,6 +190,10 @@ type_text 't:nume'
 press Tab
 enter '()' '^4$' "Tab completes a tensor's methods (t:nume -> t:numel)" \
   "needs the tensor bindings: t:numel() in the tensor metatable"
+enter_quiet 'lin = lt.nn.Linear(2, 3)' "a module made at the prompt"
+type_text 'lin:num_param'
+press Tab
+enter '()' '^9$' "Tab completes a module's methods up its class chain (lin:num_param -> Module's num_parameters)"
 
 before=$(count_lines '^LT-EXITED-0$')
 press C-d
