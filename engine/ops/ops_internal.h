@@ -84,5 +84,14 @@ void ops_view_narrow(lt_tensor *view, int dim, int64_t start, int64_t length);
 void ops_view_select(lt_tensor *view, int dim, int64_t index);
 /* Prepends size-1 dims / moves to ndim dims broadcast to shape (stride 0). */
 void ops_view_expand(lt_tensor *view, const int64_t *shape, int ndim);
+/* t's header with one dim of size 1 when t is 0-dim, so that a kernel always has a
+ * dim to walk (sort, scatter and gather take 0-dim tensors as PyTorch does). */
+lt_tensor ops_view_as_1d(const lt_tensor *t);
+
+/* The end of an op with two results (values and indices: max(dim), sort, topk): on
+ * failure both are released; otherwise *values and *indices (either may be NULL, and
+ * an unwanted one is released) receive them. Returns st. */
+lt_status ops_finish_pair(lt_status st, lt_tensor *v, lt_tensor *i, lt_tensor **values,
+                          lt_tensor **indices);
 
 #endif

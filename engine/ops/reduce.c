@@ -117,17 +117,7 @@ static lt_status index_reduce(const char *name, bool is_max, const lt_tensor *t,
   if (st == LT_OK && record)
     st = all ? ag_record_reduce_all(is_max, t, v)
              : ag_record_index_reduce(is_max, t, dim, keepdim, index_base, v, i);
-  if (st != LT_OK || !indices) {
-    if (i) lt_tensor_release(i);
-    i = NULL;
-  }
-  if (st != LT_OK) {
-    if (v) lt_tensor_release(v);
-    return st;
-  }
-  if (values) *values = v;
-  if (indices) *indices = i;
-  return LT_OK;
+  return ops_finish_pair(st, v, i, values, indices);
 }
 
 lt_status lt_max_dim(const lt_tensor *t, int dim, bool keepdim, int64_t index_base,

@@ -7,18 +7,6 @@
 #include "lt/sort.h"
 #include "ops/ops_internal.h"
 
-/* A stack copy of t's header with one dim of size 1 when t is 0-dim, so
- * that the kernels always have a dim to walk (PyTorch takes 0-dim self,
- * index and src with dim 0). Shares t's storage without a reference. */
-static lt_tensor as_1d(const lt_tensor *t) {
-  lt_tensor v = *t;
-  if (v.ndim == 0) {
-    v.ndim = 1;
-    v.shape[0] = 1;
-    v.stride[0] = 1;
-  }
-  return v;
-}
 
 /* The shape rules of gather (src NULL) and scatter: index int64 with self's
  * number of dims, no larger than self in the dims other than dim and no
@@ -123,7 +111,7 @@ static lt_status gather(const lt_tensor *t, int dim, const lt_tensor *index, int
   LT_TRY(check_values(op, index, dim, t->ndim > 0 ? t->shape[dim] : 1, base));
   lt_tensor *r = NULL;
   LT_TRY(lt_empty_named(op, index->shape, index->ndim, t->dtype, dev, &r));
-  const lt_tensor r1 = as_1d(r), t1 = as_1d(t), i1 = as_1d(index);
+  const lt_tensor r1 = ops_view_as_1d(r), t1 = ops_view_as_1d(t), i1 = ops_view_as_1d(index);
   lt_status st = be->gather((lt_tensor *)&r1, &t1, dim, &i1, base);
   if (st == LT_OK) lt_known_range_inherit(r, t);
   if (st != LT_OK) {
@@ -158,9 +146,9 @@ static lt_status check_scatter(const char *op, const lt_tensor *t, int dim, cons
 static lt_status run_scatter(const lt_backend *be, bool add, lt_tensor *out, int dim,
                              const lt_tensor *index, int64_t base, const lt_tensor *src,
                              double value) {
-  const lt_tensor o1 = as_1d(out), i1 = as_1d(index);
+  const lt_tensor o1 = ops_view_as_1d(out), i1 = ops_view_as_1d(index);
   lt_tensor s1;
-  if (src) s1 = as_1d(src);
+  if (src) s1 = ops_view_as_1d(src);
   return be->scatter(add, (lt_tensor *)&o1, dim, &i1, base, src ? &s1 : NULL, ops_scalar(value));
 }
 

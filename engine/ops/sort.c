@@ -7,18 +7,6 @@
 #include "lt/sort.h"
 #include "ops/ops_internal.h"
 
-/* A stack copy of t's header with one dim of size 1 when t is 0-dim (a
- * number sorts to itself, at position 1). Shares t's storage without a
- * reference. */
-static lt_tensor as_1d(const lt_tensor *t) {
-  lt_tensor v = *t;
-  if (v.ndim == 0) {
-    v.ndim = 1;
-    v.shape[0] = 1;
-    v.stride[0] = 1;
-  }
-  return v;
-}
 
 static lt_status check_dim(const char *op, const lt_tensor *t, int dim) {
   LT_TRY(ops_check_live(op, t));
@@ -43,10 +31,10 @@ static lt_status sort_raw(const char *op, const lt_tensor *t, int dim, bool desc
   if (st == LT_OK && values) st = lt_empty_named(op, shape, t->ndim, t->dtype, dev, &v);
   if (st == LT_OK && indices) st = lt_empty_named(op, shape, t->ndim, LT_INT64, dev, &i);
   if (st == LT_OK) {
-    const lt_tensor s1 = as_1d(src);
+    const lt_tensor s1 = ops_view_as_1d(src);
     lt_tensor v1, i1;
-    if (v) v1 = as_1d(v);
-    if (i) i1 = as_1d(i);
+    if (v) v1 = ops_view_as_1d(v);
+    if (i) i1 = ops_view_as_1d(i);
     st = be->sort(v ? &v1 : NULL, i ? &i1 : NULL, &s1, dim, descending, k, index_base);
   }
   if (src) lt_tensor_release(src);
@@ -77,17 +65,7 @@ static lt_status sort_first_k(const char *op, const char *node, const lt_tensor 
   lt_set_grad_enabled(grad_mode);
   LT_TRY(st);
   if (record) st = ag_record_sort(node, t, dim, index_base, i, v);
-  if (st != LT_OK || !indices) {
-    if (i) lt_tensor_release(i);
-    i = NULL;
-  }
-  if (st != LT_OK) {
-    if (v) lt_tensor_release(v);
-    return st;
-  }
-  if (values) *values = v;
-  if (indices) *indices = i;
-  return LT_OK;
+  return ops_finish_pair(st, v, i, values, indices);
 }
 
 lt_status lt_sort(const lt_tensor *t, int dim, bool descending, int64_t index_base,

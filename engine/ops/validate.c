@@ -58,6 +58,32 @@ void ops_view_select(lt_tensor *view, int dim, int64_t index) {
   view->ndim--;
 }
 
+lt_tensor ops_view_as_1d(const lt_tensor *t) {
+  lt_tensor v = *t;
+  if (v.ndim == 0) {
+    v.ndim = 1;
+    v.shape[0] = 1;
+    v.stride[0] = 1;
+  }
+  return v;
+}
+
+lt_status ops_finish_pair(lt_status st, lt_tensor *v, lt_tensor *i, lt_tensor **values,
+                          lt_tensor **indices) {
+  if (st != LT_OK || !indices) {
+    if (i) lt_tensor_release(i);
+    i = NULL;
+  }
+  if (st != LT_OK) {
+    if (v) lt_tensor_release(v);
+    return st;
+  }
+  if (values) *values = v;
+  else if (v) lt_tensor_release(v);
+  if (indices) *indices = i;
+  return LT_OK;
+}
+
 void ops_view_expand(lt_tensor *view, const int64_t *shape, int ndim) {
   int64_t vs[LT_MAX_DIMS], vt[LT_MAX_DIMS];
   const int lead = ndim - view->ndim;
