@@ -244,122 +244,50 @@ static bool call_bool(lua_State *L, int idx, int pos) {
   return v;
 }
 
-/* sgd_calls(name, calls): calls[k] = {params, bufs|false, init_buffers|false,
- * lr, momentum, dampening, weight_decay, nesterov, maximize}. */
-static int optim_sgd_calls(lua_State *L) {
+/* The walk over calls[k] that every *_calls function shares: the scratch
+ * holds k arrays of `total` tensor pointers (0 the parameters, 1 their
+ * gradients, then the state lists), each call taking its slice. */
+typedef struct call_walk {
+  const char *name;
+  int64_t total, ncalls, at;
+  lt_tensor **ts;
+} call_walk;
+
+/* name at 1, calls at 2, and scratch for `lists` arrays above them. */
+static call_walk walk_begin(lua_State *L, int lists) {
   lua_settop(L, 2); /* the scratch userdata goes above the arguments */
-  const char *name = luaL_checkstring(L, 1);
-  int64_t total = 0;
-  const int64_t ncalls = count_calls(L, name, &total);
-  lt_tensor **ts = scratch(L, total, 3);
-  bool *init = lua_newuserdatauv(L, (size_t)(total > 0 ? total : 1) * sizeof(bool), 0);
-  lt_sgd_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
-  int64_t at = 0;
-  for (int64_t k = 0; k < ncalls; k++) {
-    lua_geti(L, 2, (lua_Integer)(k + 1));
-    const int c = lua_gettop(L);
-    lt_sgd_call *call = &calls[k];
-    const int params_idx = call_field(L, c, 1);
-    const int64_t n = list_len(L, params_idx, name, "params");
-    lt_tensor **params = ts + at, **grads = ts + total + at, **bufs = ts + 2 * total + at;
-    read_tensors(L, params_idx, n, name, "params", params);
-    own_grads(L, n, params, name, grads);
-    const int bufs_idx = call_field(L, c, 2);
-    const bool has_bufs = lua_toboolean(L, bufs_idx);
-    if (has_bufs) read_tensors(L, bufs_idx, n, name, "momentum_buffers", bufs);
-    const int init_idx = call_field(L, c, 3);
-    const bool has_init = lua_toboolean(L, init_idx);
-    if (has_init && list_len(L, init_idx, name, "init_buffers") != n)
-      ltb_error(L, "%s: init_buffers has %I entries but there are %I parameters", name,
-                 (lua_Integer)luaL_len(L, init_idx), (lua_Integer)n);
-    for (int64_t i = 0; i < n; i++) {
-      if (has_init) {
-        lua_geti(L, init_idx, (lua_Integer)(i + 1));
-        init[at + i] = lua_toboolean(L, -1);
-        lua_pop(L, 1);
-      } else {
-        init[at + i] = false;
-      }
-    }
-    call->n = n;
-    call->params = params;
-    call->grads = grads;
-    call->momentum_buffers = has_bufs ? bufs : NULL;
-    call->init_buffers = init + at;
-    call->options.lr = call_number(L, c, 4, name, "lr");
-    call->options.momentum = call_number(L, c, 5, name, "momentum");
-    call->options.dampening = call_number(L, c, 6, name, "dampening");
-    call->options.weight_decay = call_number(L, c, 7, name, "weight_decay");
-    call->options.nesterov = call_bool(L, c, 8);
-    call->options.maximize = call_bool(L, c, 9);
-    lua_settop(L, c - 1); /* the call table and its fields (the calls list keeps them) */
-    at += n;
-  }
-  lt_status st = lt_sgd_step_calls_(name, ncalls, calls);
-  if (st != LT_OK) return ltb_raise(L, st);
-  return 0;
+  call_walk w = {luaL_checkstring(L, 1), 0, 0, 0, NULL};
+  w.ncalls = count_calls(L, w.name, &w.total);
+  w.ts = scratch(L, w.total, lists);
+  return w;
 }
 
-/* adam_calls(name, calls): calls[k] = {params, exp_avgs, exp_avg_sqs,
- * max_exp_avg_sqs|false, steps, lr, beta1, beta2, eps, weight_decay, amsgrad,
- * decoupled, maximize}; steps are the counts after this step. */
-static int optim_adam_calls(lua_State *L) {
-  lua_settop(L, 2); /* the scratch userdata goes above the arguments */
-  const char *name = luaL_checkstring(L, 1);
-  int64_t total = 0;
-  const int64_t ncalls = count_calls(L, name, &total);
-  lt_tensor **ts = scratch(L, total, 5);
-  int64_t *steps = lua_newuserdatauv(L, (size_t)(total > 0 ? total : 1) * sizeof(int64_t), 0);
-  lt_adam_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
-  int64_t at = 0;
-  for (int64_t k = 0; k < ncalls; k++) {
-    lua_geti(L, 2, (lua_Integer)(k + 1));
-    const int c = lua_gettop(L);
-    lt_adam_call *call = &calls[k];
-    const int params_idx = call_field(L, c, 1);
-    const int64_t n = list_len(L, params_idx, name, "params");
-    lt_tensor **params = ts + at, **grads = ts + total + at, **m = ts + 2 * total + at;
-    lt_tensor **v = ts + 3 * total + at, **vmax = ts + 4 * total + at;
-    read_tensors(L, params_idx, n, name, "params", params);
-    own_grads(L, n, params, name, grads);
-    read_tensors(L, call_field(L, c, 2), n, name, "exp_avgs", m);
-    read_tensors(L, call_field(L, c, 3), n, name, "exp_avg_sqs", v);
-    const int vmax_idx = call_field(L, c, 4);
-    const bool has_vmax = lua_toboolean(L, vmax_idx);
-    if (has_vmax) read_tensors(L, vmax_idx, n, name, "max_exp_avg_sqs", vmax);
-    const int steps_idx = call_field(L, c, 5);
-    if (list_len(L, steps_idx, name, "steps") != n)
-      ltb_error(L, "%s: steps has %I entries but there are %I parameters", name,
-                 (lua_Integer)luaL_len(L, steps_idx), (lua_Integer)n);
-    for (int64_t i = 0; i < n; i++) {
-      lua_geti(L, steps_idx, (lua_Integer)(i + 1));
-      int ok = 0;
-      steps[at + i] = (int64_t)lua_tointegerx(L, -1, &ok);
-      if (!ok) ltb_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
-                          luaL_typename(L, -1));
-      lua_pop(L, 1);
-    }
-    call->n = n;
-    call->params = params;
-    call->grads = grads;
-    call->exp_avgs = m;
-    call->exp_avg_sqs = v;
-    call->max_exp_avg_sqs = has_vmax ? vmax : NULL;
-    call->steps = steps + at;
-    call->options.lr = call_number(L, c, 6, name, "lr");
-    call->options.beta1 = call_number(L, c, 7, name, "beta1");
-    call->options.beta2 = call_number(L, c, 8, name, "beta2");
-    call->options.eps = call_number(L, c, 9, name, "eps");
-    call->options.weight_decay = call_number(L, c, 10, name, "weight_decay");
-    call->options.amsgrad = call_bool(L, c, 11);
-    call->options.decoupled_weight_decay = call_bool(L, c, 12);
-    call->options.maximize = call_bool(L, c, 13);
-    lua_settop(L, c - 1);
-    at += n;
-  }
-  lt_status st = lt_adam_step_calls_(name, ncalls, calls);
-  if (st != LT_OK) return ltb_raise(L, st);
-  return 0;
+/* The current call's slice of scratch array j. */
+static lt_tensor **walk_list(const call_walk *w, int j) { return w->ts + j * w->total + w->at; }
+
+/* calls[k] (0-based) onto the stack with its parameters (field 1) and their
+ * own gradients read into lists 0 and 1; returns the call table's index. */
+static int walk_call(lua_State *L, const call_walk *w, int64_t k, int64_t *n) {
+  lua_geti(L, 2, (lua_Integer)(k + 1));
+  const int c = lua_gettop(L);
+  const int params_idx = call_field(L, c, 1);
+  *n = list_len(L, params_idx, w->name, "params");
+  read_tensors(L, params_idx, *n, w->name, "params", walk_list(w, 0));
+  own_grads(L, *n, walk_list(w, 0), w->name, walk_list(w, 1));
+  return c;
+}
+
+/* Ends the call at c: drops the call table and its fields (the calls list
+ * keeps them) and moves the slices past its n parameters. */
+static void walk_next(lua_State *L, call_walk *w, int c, int64_t n) {
+  lua_settop(L, c - 1);
+  w->at += n;
+}
+
+/* A required list of n state tensors (call field pos) into out. */
+static void call_tensors(lua_State *L, int c, int pos, int64_t n, const char *op, const char *what,
+                         lt_tensor **out) {
+  read_tensors(L, call_field(L, c, pos), n, op, what, out);
 }
 
 /* An optional list of state buffers (call field pos; false when unused) into
@@ -372,100 +300,160 @@ static bool call_buffers(lua_State *L, int c, int pos, int64_t n, const char *op
   return has;
 }
 
+/* The step counts after this step (call field pos, one integer per parameter). */
+static void call_steps(lua_State *L, int c, int pos, int64_t n, const char *op, int64_t *out) {
+  const int idx = call_field(L, c, pos);
+  if (list_len(L, idx, op, "steps") != n)
+    ltb_error(L, "%s: steps has %I entries but there are %I parameters", op,
+              (lua_Integer)luaL_len(L, idx), (lua_Integer)n);
+  for (int64_t i = 0; i < n; i++) {
+    lua_geti(L, idx, (lua_Integer)(i + 1));
+    int ok = 0;
+    out[i] = (int64_t)lua_tointegerx(L, -1, &ok);
+    if (!ok) ltb_error(L, "%s: steps[%I] must be an integer, got %s", op, (lua_Integer)(i + 1),
+                       luaL_typename(L, -1));
+    lua_pop(L, 1);
+  }
+}
+
+static int raise_unless_ok(lua_State *L, lt_status st) { return st == LT_OK ? 0 : ltb_raise(L, st); }
+
+/* Room for n items of size bytes, freed by the collector (at least one item). */
+static void *walk_array(lua_State *L, int64_t n, size_t size) {
+  return lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * size, 0);
+}
+
+/* sgd_calls(name, calls): calls[k] = {params, bufs|false, init_buffers|false,
+ * lr, momentum, dampening, weight_decay, nesterov, maximize}. */
+static int optim_sgd_calls(lua_State *L) {
+  call_walk w = walk_begin(L, 3);
+  bool *init = walk_array(L, w.total, sizeof(bool));
+  lt_sgd_call *calls = walk_array(L, w.ncalls, sizeof *calls);
+  for (int64_t k = 0; k < w.ncalls; k++) {
+    int64_t n;
+    const int c = walk_call(L, &w, k, &n);
+    lt_sgd_call *call = &calls[k];
+    const bool has_bufs = call_buffers(L, c, 2, n, w.name, "momentum_buffers", walk_list(&w, 2));
+    const int init_idx = call_field(L, c, 3);
+    const bool has_init = lua_toboolean(L, init_idx);
+    if (has_init && list_len(L, init_idx, w.name, "init_buffers") != n)
+      ltb_error(L, "%s: init_buffers has %I entries but there are %I parameters", w.name,
+                 (lua_Integer)luaL_len(L, init_idx), (lua_Integer)n);
+    for (int64_t i = 0; i < n; i++) {
+      init[w.at + i] = false;
+      if (has_init) {
+        lua_geti(L, init_idx, (lua_Integer)(i + 1));
+        init[w.at + i] = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+      }
+    }
+    call->n = n;
+    call->params = walk_list(&w, 0);
+    call->grads = walk_list(&w, 1);
+    call->momentum_buffers = has_bufs ? walk_list(&w, 2) : NULL;
+    call->init_buffers = init + w.at;
+    call->options.lr = call_number(L, c, 4, w.name, "lr");
+    call->options.momentum = call_number(L, c, 5, w.name, "momentum");
+    call->options.dampening = call_number(L, c, 6, w.name, "dampening");
+    call->options.weight_decay = call_number(L, c, 7, w.name, "weight_decay");
+    call->options.nesterov = call_bool(L, c, 8);
+    call->options.maximize = call_bool(L, c, 9);
+    walk_next(L, &w, c, n);
+  }
+  return raise_unless_ok(L, lt_sgd_step_calls_(w.name, w.ncalls, calls));
+}
+
+/* adam_calls(name, calls): calls[k] = {params, exp_avgs, exp_avg_sqs,
+ * max_exp_avg_sqs|false, steps, lr, beta1, beta2, eps, weight_decay, amsgrad,
+ * decoupled, maximize}; steps are the counts after this step. */
+static int optim_adam_calls(lua_State *L) {
+  call_walk w = walk_begin(L, 5);
+  int64_t *steps = walk_array(L, w.total, sizeof(int64_t));
+  lt_adam_call *calls = walk_array(L, w.ncalls, sizeof *calls);
+  for (int64_t k = 0; k < w.ncalls; k++) {
+    int64_t n;
+    const int c = walk_call(L, &w, k, &n);
+    lt_adam_call *call = &calls[k];
+    call_tensors(L, c, 2, n, w.name, "exp_avgs", walk_list(&w, 2));
+    call_tensors(L, c, 3, n, w.name, "exp_avg_sqs", walk_list(&w, 3));
+    const bool has_vmax = call_buffers(L, c, 4, n, w.name, "max_exp_avg_sqs", walk_list(&w, 4));
+    call_steps(L, c, 5, n, w.name, steps + w.at);
+    call->n = n;
+    call->params = walk_list(&w, 0);
+    call->grads = walk_list(&w, 1);
+    call->exp_avgs = walk_list(&w, 2);
+    call->exp_avg_sqs = walk_list(&w, 3);
+    call->max_exp_avg_sqs = has_vmax ? walk_list(&w, 4) : NULL;
+    call->steps = steps + w.at;
+    call->options.lr = call_number(L, c, 6, w.name, "lr");
+    call->options.beta1 = call_number(L, c, 7, w.name, "beta1");
+    call->options.beta2 = call_number(L, c, 8, w.name, "beta2");
+    call->options.eps = call_number(L, c, 9, w.name, "eps");
+    call->options.weight_decay = call_number(L, c, 10, w.name, "weight_decay");
+    call->options.amsgrad = call_bool(L, c, 11);
+    call->options.decoupled_weight_decay = call_bool(L, c, 12);
+    call->options.maximize = call_bool(L, c, 13);
+    walk_next(L, &w, c, n);
+  }
+  return raise_unless_ok(L, lt_adam_step_calls_(w.name, w.ncalls, calls));
+}
+
 /* rmsprop_calls(name, calls): calls[k] = {params, square_avgs,
  * momentum_buffers|false, grad_avgs|false, lr, alpha, eps, weight_decay,
  * momentum, centered, maximize}. */
 static int optim_rmsprop_calls(lua_State *L) {
-  lua_settop(L, 2); /* the scratch userdata goes above the arguments */
-  const char *name = luaL_checkstring(L, 1);
-  int64_t total = 0;
-  const int64_t ncalls = count_calls(L, name, &total);
-  lt_tensor **ts = scratch(L, total, 5);
-  lt_rmsprop_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
-  int64_t at = 0;
-  for (int64_t k = 0; k < ncalls; k++) {
-    lua_geti(L, 2, (lua_Integer)(k + 1));
-    const int c = lua_gettop(L);
+  call_walk w = walk_begin(L, 5);
+  lt_rmsprop_call *calls = walk_array(L, w.ncalls, sizeof *calls);
+  for (int64_t k = 0; k < w.ncalls; k++) {
+    int64_t n;
+    const int c = walk_call(L, &w, k, &n);
     lt_rmsprop_call *call = &calls[k];
-    const int params_idx = call_field(L, c, 1);
-    const int64_t n = list_len(L, params_idx, name, "params");
-    lt_tensor **params = ts + at, **grads = ts + total + at, **v = ts + 2 * total + at;
-    lt_tensor **bufs = ts + 3 * total + at, **gavg = ts + 4 * total + at;
-    read_tensors(L, params_idx, n, name, "params", params);
-    own_grads(L, n, params, name, grads);
-    read_tensors(L, call_field(L, c, 2), n, name, "square_avgs", v);
-    const bool has_bufs = call_buffers(L, c, 3, n, name, "momentum_buffers", bufs);
-    const bool has_gavg = call_buffers(L, c, 4, n, name, "grad_avgs", gavg);
+    call_tensors(L, c, 2, n, w.name, "square_avgs", walk_list(&w, 2));
+    const bool has_bufs = call_buffers(L, c, 3, n, w.name, "momentum_buffers", walk_list(&w, 3));
+    const bool has_gavg = call_buffers(L, c, 4, n, w.name, "grad_avgs", walk_list(&w, 4));
     call->n = n;
-    call->params = params;
-    call->grads = grads;
-    call->square_avgs = v;
-    call->momentum_buffers = has_bufs ? bufs : NULL;
-    call->grad_avgs = has_gavg ? gavg : NULL;
-    call->options.lr = call_number(L, c, 5, name, "lr");
-    call->options.alpha = call_number(L, c, 6, name, "alpha");
-    call->options.eps = call_number(L, c, 7, name, "eps");
-    call->options.weight_decay = call_number(L, c, 8, name, "weight_decay");
-    call->options.momentum = call_number(L, c, 9, name, "momentum");
+    call->params = walk_list(&w, 0);
+    call->grads = walk_list(&w, 1);
+    call->square_avgs = walk_list(&w, 2);
+    call->momentum_buffers = has_bufs ? walk_list(&w, 3) : NULL;
+    call->grad_avgs = has_gavg ? walk_list(&w, 4) : NULL;
+    call->options.lr = call_number(L, c, 5, w.name, "lr");
+    call->options.alpha = call_number(L, c, 6, w.name, "alpha");
+    call->options.eps = call_number(L, c, 7, w.name, "eps");
+    call->options.weight_decay = call_number(L, c, 8, w.name, "weight_decay");
+    call->options.momentum = call_number(L, c, 9, w.name, "momentum");
     call->options.centered = call_bool(L, c, 10);
     call->options.maximize = call_bool(L, c, 11);
-    lua_settop(L, c - 1);
-    at += n;
+    walk_next(L, &w, c, n);
   }
-  lt_status st = lt_rmsprop_step_calls_(name, ncalls, calls);
-  if (st != LT_OK) return ltb_raise(L, st);
-  return 0;
+  return raise_unless_ok(L, lt_rmsprop_step_calls_(w.name, w.ncalls, calls));
 }
 
 /* adagrad_calls(name, calls): calls[k] = {params, sums, steps, lr, lr_decay,
  * weight_decay, eps, maximize}; steps are the counts after this step. */
 static int optim_adagrad_calls(lua_State *L) {
-  lua_settop(L, 2); /* the scratch userdata goes above the arguments */
-  const char *name = luaL_checkstring(L, 1);
-  int64_t total = 0;
-  const int64_t ncalls = count_calls(L, name, &total);
-  lt_tensor **ts = scratch(L, total, 3);
-  int64_t *steps = lua_newuserdatauv(L, (size_t)(total > 0 ? total : 1) * sizeof(int64_t), 0);
-  lt_adagrad_call *calls = lua_newuserdatauv(L, (size_t)(ncalls > 0 ? ncalls : 1) * sizeof *calls, 0);
-  int64_t at = 0;
-  for (int64_t k = 0; k < ncalls; k++) {
-    lua_geti(L, 2, (lua_Integer)(k + 1));
-    const int c = lua_gettop(L);
+  call_walk w = walk_begin(L, 3);
+  int64_t *steps = walk_array(L, w.total, sizeof(int64_t));
+  lt_adagrad_call *calls = walk_array(L, w.ncalls, sizeof *calls);
+  for (int64_t k = 0; k < w.ncalls; k++) {
+    int64_t n;
+    const int c = walk_call(L, &w, k, &n);
     lt_adagrad_call *call = &calls[k];
-    const int params_idx = call_field(L, c, 1);
-    const int64_t n = list_len(L, params_idx, name, "params");
-    lt_tensor **params = ts + at, **grads = ts + total + at, **sums = ts + 2 * total + at;
-    read_tensors(L, params_idx, n, name, "params", params);
-    own_grads(L, n, params, name, grads);
-    read_tensors(L, call_field(L, c, 2), n, name, "sums", sums);
-    const int steps_idx = call_field(L, c, 3);
-    if (list_len(L, steps_idx, name, "steps") != n)
-      ltb_error(L, "%s: steps has %I entries but there are %I parameters", name,
-                 (lua_Integer)luaL_len(L, steps_idx), (lua_Integer)n);
-    for (int64_t i = 0; i < n; i++) {
-      lua_geti(L, steps_idx, (lua_Integer)(i + 1));
-      int ok = 0;
-      steps[at + i] = (int64_t)lua_tointegerx(L, -1, &ok);
-      if (!ok) ltb_error(L, "%s: steps[%I] must be an integer, got %s", name, (lua_Integer)(i + 1),
-                          luaL_typename(L, -1));
-      lua_pop(L, 1);
-    }
+    call_tensors(L, c, 2, n, w.name, "sums", walk_list(&w, 2));
+    call_steps(L, c, 3, n, w.name, steps + w.at);
     call->n = n;
-    call->params = params;
-    call->grads = grads;
-    call->sums = sums;
-    call->steps = steps + at;
-    call->options.lr = call_number(L, c, 4, name, "lr");
-    call->options.lr_decay = call_number(L, c, 5, name, "lr_decay");
-    call->options.weight_decay = call_number(L, c, 6, name, "weight_decay");
-    call->options.eps = call_number(L, c, 7, name, "eps");
+    call->params = walk_list(&w, 0);
+    call->grads = walk_list(&w, 1);
+    call->sums = walk_list(&w, 2);
+    call->steps = steps + w.at;
+    call->options.lr = call_number(L, c, 4, w.name, "lr");
+    call->options.lr_decay = call_number(L, c, 5, w.name, "lr_decay");
+    call->options.weight_decay = call_number(L, c, 6, w.name, "weight_decay");
+    call->options.eps = call_number(L, c, 7, w.name, "eps");
     call->options.maximize = call_bool(L, c, 8);
-    lua_settop(L, c - 1);
-    at += n;
+    walk_next(L, &w, c, n);
   }
-  lt_status st = lt_adagrad_step_calls_(name, ncalls, calls);
-  if (st != LT_OK) return ltb_raise(L, st);
-  return 0;
+  return raise_unless_ok(L, lt_adagrad_step_calls_(w.name, w.ncalls, calls));
 }
 
 /* unscale_many(tensors, found_inf, inv_scale[, of_params]): GradScaler's
