@@ -471,57 +471,82 @@ static lt_status check_calls(const char *name, int64_t ncalls, const void *calls
   return LT_OK;
 }
 
+/* What one kind of step brings to run_calls: how to prepare a call (every
+ * check and temporary, no write) and how to run its kernel and bump the
+ * versions of what it wrote. ctx is the step's own extra argument. */
+typedef struct step_kind {
+  size_t call_size;
+  int64_t (*count)(const void *call); /* the call's tensors, for prepared_free */
+  lt_status (*prepare)(const char *name, const void *call, prepared *out);
+  lt_status (*run)(const void *call, const prepared *pre, const void *ctx);
+} step_kind;
+
 /* Every call is prepared before the first kernel runs: a check or an
  * allocation that fails in a later call leaves the earlier ones unstepped.
  * Only a kernel's own failure (a device error) can come after a write. */
-lt_status lt_sgd_step_calls_(const char *name, int64_t ncalls, const lt_sgd_call *calls) {
-  if (!name) name = "SGD";
+static lt_status run_calls(const char *name, int64_t ncalls, const void *calls, const step_kind *kind,
+                           const void *ctx) {
   LT_TRY(check_calls(name, ncalls, calls));
   prepared *pre = calloc((size_t)ncalls, sizeof *pre);
   if (!pre) return no_memory(name);
+  const char *call = calls;
   int64_t ready = 0;
   lt_status st = LT_OK;
-  while (ready < ncalls && (st = sgd_prepare(name, &calls[ready], &pre[ready])) == LT_OK) ready++;
-  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
-    const lt_sgd_call *c = &calls[k];
-    const bool momentum = c->options.momentum != 0.0;
-    st = pre[k].be->sgd_many(c->n, c->params, pre[k].g, momentum ? c->momentum_buffers : NULL,
-                             pre[k].init, &c->options);
-    if (st != LT_OK) break;
-    for (int64_t i = 0; i < c->n; i++) {
-      ops_bump_version(c->params[i], "sgd_step_");
-      if (momentum) ops_bump_version(c->momentum_buffers[i], "sgd_step_");
-    }
-  }
-  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
+  while (ready < ncalls &&
+         (st = kind->prepare(name, call + ready * kind->call_size, &pre[ready])) == LT_OK)
+    ready++;
+  for (int64_t k = 0; k < ncalls && st == LT_OK; k++)
+    st = kind->run(call + k * kind->call_size, &pre[k], ctx);
+  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], kind->count(call + k * kind->call_size));
   free(pre);
   return st;
 }
 
+static int64_t sgd_count(const void *call) { return ((const lt_sgd_call *)call)->n; }
+static lt_status sgd_prepare_any(const char *name, const void *call, prepared *out) {
+  return sgd_prepare(name, call, out);
+}
+static lt_status sgd_run(const void *call, const prepared *pre, const void *ctx) {
+  (void)ctx;
+  const lt_sgd_call *c = call;
+  const bool momentum = c->options.momentum != 0.0;
+  LT_TRY(pre->be->sgd_many(c->n, c->params, pre->g, momentum ? c->momentum_buffers : NULL,
+                           pre->init, &c->options));
+  for (int64_t i = 0; i < c->n; i++) {
+    ops_bump_version(c->params[i], "sgd_step_");
+    if (momentum) ops_bump_version(c->momentum_buffers[i], "sgd_step_");
+  }
+  return LT_OK;
+}
+static const step_kind sgd_kind = {sizeof(lt_sgd_call), sgd_count, sgd_prepare_any, sgd_run};
+
+lt_status lt_sgd_step_calls_(const char *name, int64_t ncalls, const lt_sgd_call *calls) {
+  return run_calls(name ? name : "SGD", ncalls, calls, &sgd_kind, NULL);
+}
+
+static int64_t adam_count(const void *call) { return ((const lt_adam_call *)call)->n; }
+static lt_status adam_prepare_any(const char *name, const void *call, prepared *out) {
+  return adam_prepare(name, call, out);
+}
+static lt_status adam_run(const void *call, const prepared *pre, const void *ctx) {
+  (void)ctx;
+  const lt_adam_call *c = call;
+  const bool amsgrad = c->options.amsgrad;
+  LT_TRY(pre->be->adam_many(c->n, c->params, pre->g, c->exp_avgs, c->exp_avg_sqs,
+                            amsgrad ? c->max_exp_avg_sqs : NULL, pre->s));
+  for (int64_t i = 0; i < c->n; i++) {
+    ops_bump_version(c->params[i], "adam_step_");
+    ops_bump_version(c->exp_avgs[i], "adam_step_");
+    ops_bump_version(c->exp_avg_sqs[i], "adam_step_");
+    if (amsgrad) ops_bump_version(c->max_exp_avg_sqs[i], "adam_step_");
+  }
+  return LT_OK;
+}
+static const step_kind adam_kind = {sizeof(lt_adam_call), adam_count, adam_prepare_any, adam_run};
+
 lt_status lt_adam_step_calls_(const char *name, int64_t ncalls, const lt_adam_call *calls) {
   if (!name) name = calls && ncalls > 0 && calls[0].options.decoupled_weight_decay ? "AdamW" : "Adam";
-  LT_TRY(check_calls(name, ncalls, calls));
-  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
-  if (!pre) return no_memory(name);
-  int64_t ready = 0;
-  lt_status st = LT_OK;
-  while (ready < ncalls && (st = adam_prepare(name, &calls[ready], &pre[ready])) == LT_OK) ready++;
-  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
-    const lt_adam_call *c = &calls[k];
-    const bool amsgrad = c->options.amsgrad;
-    st = pre[k].be->adam_many(c->n, c->params, pre[k].g, c->exp_avgs, c->exp_avg_sqs,
-                              amsgrad ? c->max_exp_avg_sqs : NULL, pre[k].s);
-    if (st != LT_OK) break;
-    for (int64_t i = 0; i < c->n; i++) {
-      ops_bump_version(c->params[i], "adam_step_");
-      ops_bump_version(c->exp_avgs[i], "adam_step_");
-      ops_bump_version(c->exp_avg_sqs[i], "adam_step_");
-      if (amsgrad) ops_bump_version(c->max_exp_avg_sqs[i], "adam_step_");
-    }
-  }
-  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
-  free(pre);
-  return st;
+  return run_calls(name, ncalls, calls, &adam_kind, NULL);
 }
 
 lt_status lt_sgd_step_many_(const char *name, int64_t n, lt_tensor *const *params,
@@ -668,54 +693,51 @@ static lt_status adagrad_prepare(const char *name, const lt_adagrad_call *c, pre
   return LT_OK;
 }
 
-/* As lt_sgd_step_calls_: every call prepared before the first kernel. */
-lt_status lt_rmsprop_step_calls_(const char *name, int64_t ncalls, const lt_rmsprop_call *calls) {
-  if (!name) name = "RMSprop";
-  LT_TRY(check_calls(name, ncalls, calls));
-  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
-  if (!pre) return no_memory(name);
-  int64_t ready = 0;
-  lt_status st = LT_OK;
-  while (ready < ncalls && (st = rmsprop_prepare(name, &calls[ready], &pre[ready])) == LT_OK) ready++;
-  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
-    const lt_rmsprop_call *c = &calls[k];
-    const bool momentum = c->options.momentum != 0.0, centered = c->options.centered;
-    st = pre[k].be->rmsprop_many(c->n, c->params, pre[k].g, c->square_avgs,
-                                 momentum ? c->momentum_buffers : NULL,
-                                 centered ? c->grad_avgs : NULL, &c->options);
-    if (st != LT_OK) break;
-    for (int64_t i = 0; i < c->n; i++) {
-      ops_bump_version(c->params[i], "rmsprop_step_");
-      ops_bump_version(c->square_avgs[i], "rmsprop_step_");
-      if (momentum) ops_bump_version(c->momentum_buffers[i], "rmsprop_step_");
-      if (centered) ops_bump_version(c->grad_avgs[i], "rmsprop_step_");
-    }
+static int64_t rmsprop_count(const void *call) { return ((const lt_rmsprop_call *)call)->n; }
+static lt_status rmsprop_prepare_any(const char *name, const void *call, prepared *out) {
+  return rmsprop_prepare(name, call, out);
+}
+static lt_status rmsprop_run(const void *call, const prepared *pre, const void *ctx) {
+  (void)ctx;
+  const lt_rmsprop_call *c = call;
+  const bool momentum = c->options.momentum != 0.0, centered = c->options.centered;
+  LT_TRY(pre->be->rmsprop_many(c->n, c->params, pre->g, c->square_avgs,
+                               momentum ? c->momentum_buffers : NULL,
+                               centered ? c->grad_avgs : NULL, &c->options));
+  for (int64_t i = 0; i < c->n; i++) {
+    ops_bump_version(c->params[i], "rmsprop_step_");
+    ops_bump_version(c->square_avgs[i], "rmsprop_step_");
+    if (momentum) ops_bump_version(c->momentum_buffers[i], "rmsprop_step_");
+    if (centered) ops_bump_version(c->grad_avgs[i], "rmsprop_step_");
   }
-  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
-  free(pre);
-  return st;
+  return LT_OK;
+}
+static const step_kind rmsprop_kind = {sizeof(lt_rmsprop_call), rmsprop_count, rmsprop_prepare_any,
+                                       rmsprop_run};
+
+lt_status lt_rmsprop_step_calls_(const char *name, int64_t ncalls, const lt_rmsprop_call *calls) {
+  return run_calls(name ? name : "RMSprop", ncalls, calls, &rmsprop_kind, NULL);
 }
 
-lt_status lt_adagrad_step_calls_(const char *name, int64_t ncalls, const lt_adagrad_call *calls) {
-  if (!name) name = "Adagrad";
-  LT_TRY(check_calls(name, ncalls, calls));
-  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
-  if (!pre) return no_memory(name);
-  int64_t ready = 0;
-  lt_status st = LT_OK;
-  while (ready < ncalls && (st = adagrad_prepare(name, &calls[ready], &pre[ready])) == LT_OK) ready++;
-  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
-    const lt_adagrad_call *c = &calls[k];
-    st = pre[k].be->adagrad_many(c->n, c->params, pre[k].g, c->sums, pre[k].clr, &c->options);
-    if (st != LT_OK) break;
-    for (int64_t i = 0; i < c->n; i++) {
-      ops_bump_version(c->params[i], "adagrad_step_");
-      ops_bump_version(c->sums[i], "adagrad_step_");
-    }
+static int64_t adagrad_count(const void *call) { return ((const lt_adagrad_call *)call)->n; }
+static lt_status adagrad_prepare_any(const char *name, const void *call, prepared *out) {
+  return adagrad_prepare(name, call, out);
+}
+static lt_status adagrad_run(const void *call, const prepared *pre, const void *ctx) {
+  (void)ctx;
+  const lt_adagrad_call *c = call;
+  LT_TRY(pre->be->adagrad_many(c->n, c->params, pre->g, c->sums, pre->clr, &c->options));
+  for (int64_t i = 0; i < c->n; i++) {
+    ops_bump_version(c->params[i], "adagrad_step_");
+    ops_bump_version(c->sums[i], "adagrad_step_");
   }
-  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
-  free(pre);
-  return st;
+  return LT_OK;
+}
+static const step_kind adagrad_kind = {sizeof(lt_adagrad_call), adagrad_count, adagrad_prepare_any,
+                                       adagrad_run};
+
+lt_status lt_adagrad_step_calls_(const char *name, int64_t ncalls, const lt_adagrad_call *calls) {
+  return run_calls(name ? name : "Adagrad", ncalls, calls, &adagrad_kind, NULL);
 }
 
 #define UNSCALE "unscale_many"
@@ -777,25 +799,25 @@ static lt_status unscale_prepare(const lt_unscale_call *c, prepared *out) {
 /* As the optimizer steps: every call is checked and its copies made before
  * the first gradient is written, so a failure leaves every gradient as it
  * was (none half unscaled). */
+static int64_t unscale_count(const void *call) { return ((const lt_unscale_call *)call)->n; }
+static lt_status unscale_prepare_any(const char *name, const void *call, prepared *out) {
+  (void)name;
+  return unscale_prepare(call, out);
+}
+static lt_status unscale_run(const void *call, const prepared *pre, const void *ctx) {
+  const lt_unscale_call *c = call;
+  LT_TRY(pre->be->unscale_many(c->n, pre->g, *(const float *)ctx, c->found_inf));
+  for (int64_t i = 0; i < c->n; i++)
+    if (pre->g[i] != c->grads[i]) LT_TRY(lt_copy_(c->grads[i], pre->g[i]));
+  for (int64_t i = 0; i < c->n; i++) ops_bump_version(c->grads[i], "unscale_");
+  ops_bump_version(c->found_inf, "unscale_");
+  return LT_OK;
+}
+static const step_kind unscale_kind = {sizeof(lt_unscale_call), unscale_count, unscale_prepare_any,
+                                       unscale_run};
+
 lt_status lt_amp_unscale_calls_(int64_t ncalls, const lt_unscale_call *calls, float inv_scale) {
-  LT_TRY(check_calls(UNSCALE, ncalls, calls));
-  prepared *pre = calloc((size_t)ncalls, sizeof *pre);
-  if (!pre) return no_memory(UNSCALE);
-  int64_t ready = 0;
-  lt_status st = LT_OK;
-  while (ready < ncalls && (st = unscale_prepare(&calls[ready], &pre[ready])) == LT_OK) ready++;
-  for (int64_t k = 0; k < ncalls && st == LT_OK; k++) {
-    const lt_unscale_call *c = &calls[k];
-    st = pre[k].be->unscale_many(c->n, pre[k].g, inv_scale, c->found_inf);
-    for (int64_t i = 0; i < c->n && st == LT_OK; i++)
-      if (pre[k].g[i] != c->grads[i]) st = lt_copy_(c->grads[i], pre[k].g[i]);
-    if (st != LT_OK) break;
-    for (int64_t i = 0; i < c->n; i++) ops_bump_version(c->grads[i], "unscale_");
-    ops_bump_version(c->found_inf, "unscale_");
-  }
-  for (int64_t k = 0; k < ready; k++) prepared_free(&pre[k], calls[k].n);
-  free(pre);
-  return st;
+  return run_calls(UNSCALE, ncalls, calls, &unscale_kind, &inv_scale);
 }
 
 lt_status lt_amp_unscale_many_(int64_t n, lt_tensor *const *grads, lt_tensor *found_inf,
