@@ -2,7 +2,7 @@
 -- (one file per area, listed in areas.lua), printed by lt.help(x) and ?x at
 -- the REPL, and written to docs/API.md by scripts/gen_api_doc.lua.
 --
--- lua/lt/init.lua defines lt.help as a stub that loads this module on its
+-- lua/lt/init.lua defines lt.help as a small function that loads this module on its
 -- first call, so `require "lt"` reads none of the docs.
 --
 --   help.show(x)     prints the doc of x (what lt.help(x) does); nothing returned

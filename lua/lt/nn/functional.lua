@@ -30,14 +30,14 @@ local F = {}
 for name, fn in pairs(core._functional) do F[name] = fn end
 
 -- conv2d: the C op, with padding "same" or "valid" resolved first
--- (lt.nn.pad); padding.call keeps its errors at the script's line.
+-- (lt.nn.pad); the C op places its errors at the script's line itself.
 local c_conv2d = core._functional.conv2d
 local padding = require "lt.nn.pad"
 function F.conv2d(x, w, b, opts)
   if type(opts) == "table" and type(opts.padding) == "string" then
     return padding.conv2d(c_conv2d, x, w, b, opts)
   end
-  return padding.call(c_conv2d, x, w, b, opts)
+  return c_conv2d(x, w, b, opts)
 end
 
 F.pad = padding.pad

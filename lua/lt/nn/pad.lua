@@ -36,12 +36,6 @@ function pad.same(kernel, dilation)
   return { h, w }, (eh > 0 or ew > 0) and { 0, ew, 0, eh } or nil
 end
 
--- Calls the C op fn: its errors are placed at the script's line by the C
--- side's rule, the same as raise's (past this library and past C frames).
-function pad.call(fn, ...)
-  return fn(...)
-end
-
 local function integer(v)
   return type(v) == "number" and math.tointeger(v) or nil
 end
@@ -62,10 +56,10 @@ function pad.conv2d(conv2d, x, w, b, opts)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
   o.padding = 0
-  if pad.check_mode("conv2d", opts.padding) == "valid" then return pad.call(conv2d, x, w, b, o) end
+  if pad.check_mode("conv2d", opts.padding) == "valid" then return conv2d(x, w, b, o) end
   local stride, dilation = pair(opts.stride or 1), pair(opts.dilation or 1)
   -- A bad weight, stride or dilation: the op's own message names it.
-  if not (stride and dilation and core.is_tensor(w) and w:dim() == 4) then return pad.call(conv2d, x, w, b, o) end
+  if not (stride and dilation and core.is_tensor(w) and w:dim() == 4) then return conv2d(x, w, b, o) end
   pad.check_same_stride("conv2d", stride)
   local extra
   o.padding, extra = pad.same({ w:size(3), w:size(4) }, dilation)
@@ -79,10 +73,10 @@ function pad.conv2d(conv2d, x, w, b, opts)
     if ok then return y end
     -- Refused: the message would show the padded shape. The input as given
     -- differs only in H and W, so it is refused too, naming its own shape.
-    pad.call(conv2d, x, w, b, o)
+    conv2d(x, w, b, o)
     raise((tostring(y):gsub("^[^\n:]*:%d+: ", "")))
   end
-  return pad.call(conv2d, x, w, b, o)
+  return conv2d(x, w, b, o)
 end
 
 return pad
