@@ -91,12 +91,26 @@ cancel_line() {
 
 # enter_quiet LINE NAME: types LINE and Enter; passes when the next screen line is the
 # prompt of a probe statement, i.e. LINE printed nothing.
+# wait_ran LINE: waits until LINE was entered and lt is back at an empty prompt (the last two
+# non-blank screen lines are "> LINE" and "> "), so that the next keys reach a fresh prompt:
+# typed while a slow statement still ran (under the sanitizers), they landed on its line.
+wait_ran() {
+  local deadline=$((SECONDS + TIMEOUT)) first last
+  while ((SECONDS <= deadline)); do
+    { read -r first; read -r last; } < <(screen | grep -v '^$' | tail -n 2)
+    [[ $first == "> $1"* && $last =~ ^\>\ ?$ ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 probes=0
 enter_quiet() {
   probes=$((probes + 1))
   local probe="print(\"probe-$probes\")"
   type_text "$1"
   press Enter
+  wait_ran "$1" || echo "       (no fresh prompt after: $1)"
   type_text "$probe"
   press Enter
   if wait_for_new "^probe-$probes\$" 0 &&
