@@ -6,41 +6,33 @@
 #include "args.h"
 #include "memory.h"
 
-/* The registry key of the chunk-name prefix of lt's Lua library ("@.../lt/"),
- * as lt.user_error finds it where the files were actually loaded from. */
-static const char LIBRARY_PREFIX_KEY[] = "lt.library_prefix";
+/* The registry key of lt.user_where's where(): the one rule that places an
+ * error at the user's line, written once, in Lua (it reads the library's
+ * frames and, for a forward that tail-called, the forward's source). */
+static const char WHERE_KEY[] = "lt.error_where";
 
-int ltb_set_library_prefix(lua_State *L) {
-  luaL_checkstring(L, 1);
+int ltb_set_error_where(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
   lua_settop(L, 1);
-  lua_setfield(L, LUA_REGISTRYINDEX, LIBRARY_PREFIX_KEY);
+  lua_setfield(L, LUA_REGISTRYINDEX, WHERE_KEY);
   return 0;
 }
 
-/* A frame of lt's own Lua library (lt.nn.functional, the modules, ...). */
-static bool in_library(lua_State *L, const lua_Debug *ar) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, LIBRARY_PREFIX_KEY) != LUA_TSTRING) {
-    lua_pop(L, 1);
-    return false;
-  }
-  size_t n;
-  const char *prefix = lua_tolstring(L, -1, &n);
-  const bool inside = strncmp(ar->source, prefix, n) == 0;
-  lua_pop(L, 1);
-  return inside;
-}
-
 /* Pushes "chunk:line: " of the innermost caller outside lt's Lua library and
- * outside C functions, the rule lt.user_error places errors raised in Lua by
- * (one rule for both): an op that F.cross_entropy or a module's forward calls
+ * outside C functions: an op that F.cross_entropy or a module's forward calls
  * for the script is reported at the script's line, not inside the library,
- * and pcall(lt.zeros, "a") at the line that called pcall. */
+ * and pcall(lt.zeros, "a") at the line that called pcall. Without the Lua
+ * library (lt.core alone) the innermost Lua line. */
 static void push_user_where(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, WHERE_KEY) == LUA_TFUNCTION &&
+      lua_pcall(L, 0, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING)
+    return;
+  lua_pop(L, 1); /* not set, or its error */
   lua_Debug ar;
   for (int level = 1; lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar)) break;
-    if (ar.currentline <= 0) continue; /* a C function (pcall, a metamethod's caller) */
-    if (in_library(L, &ar)) continue;
+    if (!lua_getinfo(L, "l", &ar)) break;
+    if (ar.currentline <= 0) continue; /* a C function */
+    lua_getinfo(L, "S", &ar);
     lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
     return;
   }

@@ -20,9 +20,9 @@ int ltb_raise(lua_State *L, lt_status st);
  * argument passed on by F.relu or a module is reported at the script's line.
  * Every binding raises its own errors through it. */
 int ltb_error(lua_State *L, const char *fmt, ...);
-/* core._set_library_prefix(prefix): where lt's Lua library was loaded from
- * (chunk names starting with prefix), so that ltb_raise can skip its frames. */
-int ltb_set_library_prefix(lua_State *L);
+/* core._set_error_where(fn): lt.user_where's where(), which places every
+ * error raised by the bindings (ltb_error, ltb_raise) at the user's line. */
+int ltb_set_error_where(lua_State *L);
 
 /* An integer argument; floats with an integral value are accepted. */
 lua_Integer ltb_check_integer(lua_State *L, int arg, const char *op, const char *what);

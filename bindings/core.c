@@ -169,7 +169,7 @@ static const luaL_Reg core_functions[] = {
     {"get_num_threads", lt_get_num_threads_fn},
     {"is_tensor", lt_is_tensor_fn},
     {"_set_data", ltb_set_data},
-    {"_set_library_prefix", ltb_set_library_prefix},
+    {"_set_error_where", ltb_set_error_where},
     {NULL, NULL},
 };
 

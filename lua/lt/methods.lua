@@ -6,6 +6,7 @@
 local core = require "lt.core"
 local raise = require "lt.user_error"
 local class = require "lt.class"
+local wrapped = require("lt.user_where").wrapped
 
 local methods = {}
 
@@ -20,10 +21,12 @@ end
 function methods.wrap(class, method, kind, var, is_instance, fn)
   local prefix = string.format("%s:%s: expected %s as self, got ", class, method, kind)
   local hint = string.format("; call it with a colon: %s:%s(...)", var, method)
-  return function(self, ...)
+  local guarded = function(self, ...)
     if not is_instance(self) then raise(prefix .. describe(self) .. hint) end
     return fn(self, ...)
   end
+  wrapped[guarded] = fn
+  return guarded
 end
 
 -- Guards the methods cls holds now: every function but metamethods and the

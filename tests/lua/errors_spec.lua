@@ -137,6 +137,46 @@ describe("errors", function()
     assert.is_truthy(err:find("errors_spec.lua:%d+: linear:"), err)
   end)
 
+  it("an error under a forward that ends in a tail call names the forward's line", function()
+    -- `return self.fc(h)` leaves no frame of the forward on Lua's stack: the
+    -- position comes from the forward's source (the return naming fc).
+    local nn = lt.nn
+    local Block = nn.Module:extend("TailBlock")
+    function Block:init() self.a = nn.Linear(4, 3); self.fc = nn.Linear(5, 2) end
+    local return_line = debug.getinfo(1, "l").currentline + 4
+    function Block:forward(x, skip)
+      local h = self.a(x)
+      if skip then return h end
+      return self.fc(h)
+    end
+    local err = h.fails(function() return Block()(lt.randn(2, 4)) end)
+    assert.is_truthy(err:find("errors_spec.lua:" .. return_line .. ": linear: input %[2, 3%]"), err)
+    -- through an outer user module that tail-calls the block, and for an
+    -- error Lua code raises (a freed tensor is reported by the C op, a wrong
+    -- argument type by the module's Lua)
+    local Outer = nn.Module:extend("TailOuter")
+    function Outer:init() self.block = Block() end
+    function Outer:forward(x) return self.block(x) end
+    err = h.fails(function() return Outer()(lt.randn(2, 4)) end)
+    assert.is_truthy(err:find("errors_spec.lua:" .. return_line .. ": linear:"), err)
+    local Wrong = nn.Module:extend("TailWrong")
+    function Wrong:init() self.norm = nn.BatchNorm1d(3) end
+    local wrong_line = debug.getinfo(1, "l").currentline + 1
+    function Wrong:forward(x) return self.norm(x:sum()) end
+    err = h.fails(function() return Wrong()(lt.randn(2, 3)) end)
+    assert.is_truthy(err:find("errors_spec.lua:" .. wrong_line .. ": "), err)
+    -- a forward without a tail call keeps its frame: its current line
+    local Plain = nn.Module:extend("TailPlain")
+    function Plain:init() self.fc = nn.Linear(5, 2) end
+    local plain_line = debug.getinfo(1, "l").currentline + 2
+    function Plain:forward(x)
+      local y = self.fc(x)
+      return y
+    end
+    err = h.fails(function() return Plain()(lt.randn(2, 4)) end)
+    assert.is_truthy(err:find("errors_spec.lua:" .. plain_line .. ": linear:"), err)
+  end)
+
   it("many errors in a row leave no garbage behind", function()
     lt.gc()
     local before = lt.memory.allocated()

@@ -148,6 +148,13 @@ local function assign(self, k, v)
   end
 end
 
+-- Every module's __call: not a tail call, so that its frame stays on the
+-- stack while forward runs; lt.user_where finds it there and recovers the line
+-- of a forward that ended in a tail call (`return self.fc(x)`).
+local function pass(...) return ... end
+local function call_forward(self, ...) return pass(self:forward(...)) end
+require("lt.user_where").set_forward_caller(call_forward)
+
 local function instance_metatable(cls, name)
   local mt = { __lt_module = true, __name = name, __class = cls }
   mt.__index = function(self, k)
@@ -161,7 +168,7 @@ local function instance_metatable(cls, name)
     return cls[k]
   end
   mt.__newindex = assign
-  mt.__call = function(self, ...) return self:forward(...) end
+  mt.__call = call_forward
   mt.__tostring = function(self) return self:repr() end
   mt.__len = function(self) return self:length() end
   return mt
