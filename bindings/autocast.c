@@ -137,6 +137,25 @@ static int autocast_state_fn(lua_State *L) {
   return 3;
 }
 
+/* core._autocast_ops() -> { {op=, dtype="float32"|"lower", cuda_only=}, ... }:
+ * autocast's policy as the engine holds it (tests/lua/amp_spec.lua checks
+ * each rule against what the op does). */
+static int autocast_ops_fn(lua_State *L) {
+  lua_newtable(L);
+  lt_autocast_rule rule;
+  for (int i = 0; lt_autocast_rule_at(i, &rule); i++) {
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, rule.op);
+    lua_setfield(L, -2, "op");
+    lua_pushstring(L, rule.float32 ? "float32" : "lower");
+    lua_setfield(L, -2, "dtype");
+    lua_pushboolean(L, rule.cuda_only);
+    lua_setfield(L, -2, "cuda_only");
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 static int autocast_cache_size_fn(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)lt_autocast_cache_size());
   return 1;
@@ -151,6 +170,7 @@ void ltb_open_autocast(lua_State *L, int core_idx) {
       {"get_autocast_dtype", lt_get_autocast_dtype_fn},
       {"_autocast_state", autocast_state_fn},
       {"_autocast_cache_size", autocast_cache_size_fn},
+      {"_autocast_ops", autocast_ops_fn},
       {NULL, NULL},
   };
   lua_pushvalue(L, core_idx);

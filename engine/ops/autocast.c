@@ -1,12 +1,13 @@
 /* Autocast: the per-thread region state, the cache of low precision copies
- * of parameters, and the casting of an op's operands (ops/autocast_internal.h).
- * The policy itself (which op runs in which precision) sits at each op's
- * entry point, where ac_begin is called. */
+ * of parameters, the casting of an op's operands (ops/autocast_internal.h),
+ * and the policy's rows (ops/autocast_policy.h), which each op's entry point
+ * asks. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "lt/autocast.h"
 #include "ops/autocast_internal.h"
+#include "ops/op_table.h"
 
 static _Thread_local lt_autocast_state state; /* zero: disabled, no region */
 
@@ -161,6 +162,45 @@ bool ac_wanted(const lt_tensor *t) {
 }
 
 bool ac_float32_wanted(const lt_tensor *t) { return state.device_type == LT_DEVICE_CUDA && ac_wanted(t); }
+
+static const ac_row rows[AC_OP_COUNT] = {
+#define LT_AC_ROW(ID, name, policy, regions) [AC_OP_##ID] = {#name, AC_##policy, AC_##regions},
+    LT_AUTOCAST_OPS(LT_AC_ROW)
+#undef LT_AC_ROW
+};
+
+const ac_row *ac_row_of(ac_op op) { return (unsigned)op < AC_OP_COUNT ? &rows[op] : NULL; }
+
+bool lt_autocast_rule_at(int i, lt_autocast_rule *rule) {
+  if (i < 0) return false;
+  if (i < AC_OP_COUNT) {
+    *rule = (lt_autocast_rule){rows[i].name, rows[i].policy == AC_FLOAT32, rows[i].regions == AC_CUDA};
+    return true;
+  }
+  /* The elementwise rows' FLOAT32 column is PyTorch's CUDA float32 list. */
+  int k = i - AC_OP_COUNT;
+  for (int op = 0; op < LT_NUNARY; op++) {
+    const ops_unary_row *row = ops_unary_row_of((lt_unary_op)op);
+    if (row->autocast_float32 && k-- == 0) {
+      *rule = (lt_autocast_rule){row->name, true, true};
+      return true;
+    }
+  }
+  for (int op = 0; op < LT_NBINARY; op++) {
+    const ops_binary_row *row = ops_binary_row_of((lt_binary_op)op);
+    if (row->autocast_float32 && k-- == 0) {
+      *rule = (lt_autocast_rule){row->name, true, true};
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ac_op_wanted(ac_op op, const lt_tensor *t) {
+  const ac_row *row = ac_row_of(op);
+  if (row == NULL) return false;
+  return row->regions == AC_CUDA ? ac_float32_wanted(t) : ac_wanted(t);
+}
 
 lt_status ac_begin(ac_operands *a, ac_policy policy, int n, const lt_tensor *const *ts) {
   const lt_dtype dt = policy == AC_LOWER ? state.dtype : LT_FLOAT32;

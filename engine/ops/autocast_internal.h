@@ -16,11 +16,29 @@
 #include "lt/autocast.h"
 #include "lt/autograd.h"
 #include "lt/ops.h"
+#include "ops/autocast_policy.h"
 
 typedef enum ac_policy {
   AC_LOWER,   /* the region's float16/bfloat16: matmul, linear, conv */
   AC_FLOAT32, /* float32: exp, log, pow, sums, softmax, norms, losses */
 } ac_policy;
+
+typedef enum ac_regions {
+  AC_ANY,  /* CPU and CUDA regions */
+  AC_CUDA, /* CUDA regions only */
+} ac_regions;
+
+/* An op's row of LT_AUTOCAST_OPS (ops/autocast_policy.h). */
+typedef struct ac_row {
+  const char *name;
+  ac_policy policy;
+  ac_regions regions;
+} ac_row;
+
+const ac_row *ac_row_of(ac_op op);
+/* Whether op, whose first operand is t, is cast now: a region of a device
+ * its row lists is active and t lives there. */
+bool ac_op_wanted(ac_op op, const lt_tensor *t);
 
 #define AC_MAX_OPERANDS 4
 
@@ -42,6 +60,14 @@ bool ac_float32_wanted(const lt_tensor *t);
  * is held and autocast is not suspended. */
 lt_status ac_begin(ac_operands *a, ac_policy policy, int n, const lt_tensor *const *ts);
 void ac_end(ac_operands *a);
+
+/* The entry point of an op of LT_AUTOCAST_OPS: re-enters it with its
+ * operands cast when its row says so. */
+#define AC_ENTRY(op, first, n, operands, call) \
+  do {                                          \
+    if (ac_op_wanted(op, first))                \
+      AC_REDISPATCH(ac_row_of(op)->policy, n, operands, call); \
+  } while (0)
 
 #define AC_LIST(...) ((const lt_tensor *[]){__VA_ARGS__})
 #define AC_REDISPATCH(policy, n, operands, call) \

@@ -110,8 +110,7 @@ static lt_status matmul_via_float32(const lt_tensor *a, const lt_tensor *b, lt_t
 }
 
 lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
-  /* Autocast: products run in the region's low precision. */
-  if (ac_wanted(a)) AC_REDISPATCH(AC_LOWER, 2, AC_LIST(a, b), lt_matmul(ac.t[0], ac.t[1], out));
+  AC_ENTRY(AC_OP_MATMUL, a, 2, AC_LIST(a, b), lt_matmul(ac.t[0], ac.t[1], out));
   LT_TRY(check_operands(a, b));
   if (a->dtype == LT_FLOAT16 || a->dtype == LT_BFLOAT16) return matmul_via_float32(a, b, out);
   const lt_backend *be;

@@ -240,13 +240,11 @@ lt_status lt_scaled_dot_product_attention(const lt_tensor *q, const lt_tensor *k
   if (logsumexp) *logsumexp = NULL;
   const lt_attention_opts defaults = lt_attention_default_opts();
   if (!o) o = &defaults;
-  /* Autocast: attention is on PyTorch's lower-precision list on CUDA and,
-   * since 2.x, on the CPU too: q, k, v and a floating mask in the region's
-   * dtype. */
-  if (ac_wanted(q)) {
+  /* Autocast casts q, k, v and a floating mask (its row's policy). */
+  if (ac_op_wanted(AC_OP_ATTENTION, q)) {
     lt_attention_opts cast = *o;
     ac_operands ac;
-    LT_TRY(ac_begin(&ac, AC_LOWER, 4, AC_LIST(q, k, v, o->attn_mask)));
+    LT_TRY(ac_begin(&ac, ac_row_of(AC_OP_ATTENTION)->policy, 4, AC_LIST(q, k, v, o->attn_mask)));
     cast.attn_mask = ac.t[3];
     const lt_status st =
         lt_scaled_dot_product_attention(ac.t[0], ac.t[1], ac.t[2], &cast, out, logsumexp, draw);

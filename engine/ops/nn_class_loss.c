@@ -182,10 +182,8 @@ static lt_status class_backward(const char *op, bool fused, const lt_tensor *gra
 lt_status lt_cross_entropy(const lt_tensor *logits, const lt_tensor *target,
                            const lt_tensor *weight, const lt_class_loss_opts *o,
                            lt_tensor **loss, lt_tensor **logsumexp) {
-  /* Autocast: losses run in float32. */
-  if (ac_wanted(logits))
-    AC_REDISPATCH(AC_FLOAT32, 3, AC_LIST(logits, target, weight),
-                  lt_cross_entropy(ac.t[0], ac.t[1], ac.t[2], o, loss, logsumexp));
+  AC_ENTRY(AC_OP_CROSS_ENTROPY, logits, 3, AC_LIST(logits, target, weight),
+           lt_cross_entropy(ac.t[0], ac.t[1], ac.t[2], o, loss, logsumexp));
   lt_tensor *lse = NULL;
   /* Off while the operands are converted: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);
@@ -206,9 +204,8 @@ lt_status lt_cross_entropy_backward(const lt_tensor *grad_loss, const lt_tensor 
 
 lt_status lt_nll_loss(const lt_tensor *log_probs, const lt_tensor *target,
                       const lt_tensor *weight, const lt_class_loss_opts *o, lt_tensor **loss) {
-  if (ac_wanted(log_probs))
-    AC_REDISPATCH(AC_FLOAT32, 3, AC_LIST(log_probs, target, weight),
-                  lt_nll_loss(ac.t[0], ac.t[1], ac.t[2], o, loss));
+  AC_ENTRY(AC_OP_NLL_LOSS, log_probs, 3, AC_LIST(log_probs, target, weight),
+           lt_nll_loss(ac.t[0], ac.t[1], ac.t[2], o, loss));
   /* Off while the operands are converted: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);
   lt_status st = class_forward("nll_loss", false, log_probs, target, weight, o, loss, NULL);

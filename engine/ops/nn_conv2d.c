@@ -107,9 +107,7 @@ static lt_status conv2d_forward(const lt_tensor *x, const lt_tensor *weight,
 lt_status lt_conv2d(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
                     const lt_conv2d_opts *o, lt_tensor **out) {
   *out = NULL;
-  if (ac_wanted(x))
-    AC_REDISPATCH(AC_LOWER, 3, AC_LIST(x, weight, bias),
-                  lt_conv2d(ac.t[0], ac.t[1], ac.t[2], o, out));
+  AC_ENTRY(AC_OP_CONV2D, x, 3, AC_LIST(x, weight, bias), lt_conv2d(ac.t[0], ac.t[1], ac.t[2], o, out));
   /* Off while the operands are converted: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);
   lt_status st = conv2d_forward(x, weight, bias, o, out);

@@ -91,11 +91,8 @@ lt_status lt_layer_norm(const lt_tensor *x, const int64_t *normalized_shape, int
                         const lt_tensor *weight, const lt_tensor *bias, double eps,
                         lt_tensor **out, lt_tensor **mean, lt_tensor **rstd) {
   *out = NULL;
-  /* Autocast: layer_norm runs in float32 on CUDA (on the CPU in x's dtype). */
-  if (ac_float32_wanted(x))
-    AC_REDISPATCH(AC_FLOAT32, 3, AC_LIST(x, weight, bias),
-                  lt_layer_norm(ac.t[0], normalized_shape, normalized_ndim, ac.t[1], ac.t[2], eps,
-                                out, mean, rstd));
+  AC_ENTRY(AC_OP_LAYER_NORM, x, 3, AC_LIST(x, weight, bias),
+           lt_layer_norm(ac.t[0], normalized_shape, normalized_ndim, ac.t[1], ac.t[2], eps, out, mean, rstd));
   lt_tensor *mu = NULL, *rs = NULL;
   /* Off while the operands are converted: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);

@@ -60,8 +60,7 @@ static lt_status linear_forward(const lt_tensor *x, const lt_tensor *weight,
 lt_status lt_linear(const lt_tensor *x, const lt_tensor *weight, const lt_tensor *bias,
                     lt_tensor **out) {
   *out = NULL;
-  if (ac_wanted(x))
-    AC_REDISPATCH(AC_LOWER, 3, AC_LIST(x, weight, bias), lt_linear(ac.t[0], ac.t[1], ac.t[2], out));
+  AC_ENTRY(AC_OP_LINEAR, x, 3, AC_LIST(x, weight, bias), lt_linear(ac.t[0], ac.t[1], ac.t[2], out));
   /* Off while the operands are converted: those copies need no history. */
   const bool grad_mode = lt_set_grad_enabled(false);
   lt_status st = linear_forward(x, weight, bias, out);

@@ -56,9 +56,7 @@ static lt_status mse_forward(const lt_tensor *a, const lt_tensor *b, lt_reductio
 
 lt_status lt_mse_loss(const lt_tensor *a, const lt_tensor *b, lt_reduction reduction,
                       lt_tensor **loss) {
-  /* Autocast: losses run in float32. */
-  if (ac_wanted(a))
-    AC_REDISPATCH(AC_FLOAT32, 2, AC_LIST(a, b), lt_mse_loss(ac.t[0], ac.t[1], reduction, loss));
+  AC_ENTRY(AC_OP_MSE_LOSS, a, 2, AC_LIST(a, b), lt_mse_loss(ac.t[0], ac.t[1], reduction, loss));
   *loss = NULL;
   /* Off while the operands are expanded and converted: no history needed. */
   const bool grad_mode = lt_set_grad_enabled(false);

@@ -76,13 +76,12 @@ static lt_status softmax_op(const char *op, const lt_tensor *x, int64_t dim, boo
 }
 
 lt_status lt_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out) {
-  /* Autocast: softmax and log_softmax run in float32 on CUDA (on the CPU in x's dtype). */
-  if (ac_float32_wanted(x)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(x), lt_softmax(ac.t[0], dim, out));
+  AC_ENTRY(AC_OP_SOFTMAX, x, 1, AC_LIST(x), lt_softmax(ac.t[0], dim, out));
   return softmax_op("softmax", x, dim, false, out);
 }
 
 lt_status lt_log_softmax(const lt_tensor *x, int64_t dim, lt_tensor **out) {
-  if (ac_float32_wanted(x)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(x), lt_log_softmax(ac.t[0], dim, out));
+  AC_ENTRY(AC_OP_LOG_SOFTMAX, x, 1, AC_LIST(x), lt_log_softmax(ac.t[0], dim, out));
   return softmax_op("log_softmax", x, dim, true, out);
 }
 

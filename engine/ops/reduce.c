@@ -64,8 +64,7 @@ static lt_status reduce_op(const char *name, lt_reduce_op op, const lt_tensor *t
 }
 
 lt_status lt_sum(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out) {
-  /* Autocast: sums run in float32 on CUDA (on the CPU in t's dtype; prod in float32 on both). */
-  if (ac_float32_wanted(t)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(t), lt_sum(ac.t[0], dims, ndims, keepdim, out));
+  AC_ENTRY(AC_OP_SUM, t, 1, AC_LIST(t), lt_sum(ac.t[0], dims, ndims, keepdim, out));
   return reduce_op("sum", LT_REDUCE_SUM, t, dims, ndims, keepdim, out);
 }
 
@@ -74,7 +73,7 @@ lt_status lt_mean(const lt_tensor *t, const int *dims, int ndims, bool keepdim, 
 }
 
 lt_status lt_prod(const lt_tensor *t, const int *dims, int ndims, bool keepdim, lt_tensor **out) {
-  if (ac_wanted(t)) AC_REDISPATCH(AC_FLOAT32, 1, AC_LIST(t), lt_prod(ac.t[0], dims, ndims, keepdim, out));
+  AC_ENTRY(AC_OP_PROD, t, 1, AC_LIST(t), lt_prod(ac.t[0], dims, ndims, keepdim, out));
   return reduce_op("prod", LT_REDUCE_PROD, t, dims, ndims, keepdim, out);
 }
 

@@ -56,6 +56,16 @@ LT_API void lt_autocast_exit(const lt_autocast_state *saved);
 LT_API void lt_autocast_suspend(void);
 LT_API void lt_autocast_resume(void);
 
+/* Autocast's policy, one rule per op it touches: the non-elementwise ops'
+ * rows (ops/autocast_policy.h), then the elementwise ops marked FLOAT32 in
+ * lt/ops.h. Rule i from 0; false past the last. */
+typedef struct lt_autocast_rule {
+  const char *op;
+  bool float32;   /* in float32; else in the region's float16/bfloat16 */
+  bool cuda_only; /* only in CUDA regions (a CPU region leaves the op alone) */
+} lt_autocast_rule;
+LT_API bool lt_autocast_rule_at(int i, lt_autocast_rule *rule);
+
 /* Number of cached casts (for tests and memory accounting), and dropping
  * them by hand. */
 LT_API size_t lt_autocast_cache_size(void);
