@@ -170,6 +170,7 @@ static const luaL_Reg core_functions[] = {
     {"is_tensor", lt_is_tensor_fn},
     {"_set_data", ltb_set_data},
     {"_set_error_where", ltb_set_error_where},
+    {"_set_forward_caller", ltb_set_forward_caller},
     {NULL, NULL},
 };
 

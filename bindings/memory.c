@@ -98,6 +98,28 @@ static bool in_lt_library(const lua_Debug *ar) {
   return strstr(ar->source, "lua/lt/") != NULL;
 }
 
+/* The registry key of the modules' __call (lua/lt/nn/module.lua), which
+ * calls forward and stays on the stack while it runs: not a layer of its
+ * own in an origin ("nn.Linear:forward", not "nn.Linear:layer > ..."). */
+static const char FORWARD_CALLER_KEY[] = "lt.forward_caller";
+
+int ltb_set_forward_caller(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_settop(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, FORWARD_CALLER_KEY);
+  return 0;
+}
+
+/* Whether the frame ar (with "S" info) runs the modules' __call. */
+static bool is_forward_caller(lua_State *L, lua_Debug *ar) {
+  if (ar->linedefined <= 0) return false;
+  lua_getinfo(L, "f", ar);
+  lua_getfield(L, LUA_REGISTRYINDEX, FORWARD_CALLER_KEY);
+  const bool same = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return same;
+}
+
 /* Whether the value on top of the stack is the function at fn, or a
  * wrapper of it: methods.wrap's closure (lua/lt/methods.lua), which checks
  * self and tail-calls the method it holds as its upvalue fn. */
@@ -196,6 +218,7 @@ static bool find_origin_frame(lua_State *L, lua_Debug *ar, char *op, size_t op_s
       found = true;
       break;
     }
+    if (is_forward_caller(L, ar)) continue; /* the forward below is the layer */
     if (library_frames++ == 0) innermost_library = *ar;
     outer = *ar;
     outer_level = level;

@@ -11,6 +11,8 @@
 /* Charges a freshly allocated storage to Lua's collector (called once per
  * new storage, when its first handle is made). */
 void ltb_charge(lua_State *L, const lt_tensor *t);
+/* core._set_forward_caller(fn): the modules' __call, which origins skip. */
+int ltb_set_forward_caller(lua_State *L);
 
 /* Pushes the text appended to an out-of-memory error: the largest live
  * tensors of the device that ran out, with their category and origin. */

@@ -20,7 +20,11 @@ local function in_library(info)
   return info.what == "C" or (LIBRARY_PREFIX ~= nil and info.source:sub(1, #LIBRARY_PREFIX) == LIBRARY_PREFIX)
 end
 
-function M.set_forward_caller(fn) forward_caller = fn end
+-- (The memory history's origins skip its frame too: bindings/memory.c.)
+function M.set_forward_caller(fn)
+  forward_caller = fn
+  require("lt.core")._set_forward_caller(fn)
+end
 
 -- Methods lt.methods guards, to the user's function each wraps: the source
 -- to read is the user's.
