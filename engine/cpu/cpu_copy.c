@@ -23,12 +23,30 @@ typedef struct copy_ctx {
   for (int64_t i = 0; i < n; i++)                                               \
     memcpy(p[0] + i * st[0], p[1] + i * st[1], sizeof(T))
 
-static void same_dtype_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
+/* One value repeated into a contiguous run: a broadcast source (an expanded gradient of
+ * sum or mean made contiguous), as a loop that vectorises instead of a memcpy per element. */
+#define BROADCAST_FILL(T)                                                       \
+  do {                                                                          \
+    T v, *o = (T *)(void *)p[0];                                                \
+    memcpy(&v, p[1], sizeof v);                                                 \
+    for (int64_t i = 0; i < n; i++) o[i] = v;                                   \
+  } while (0)
+
+LT_CPU_CLONES static void same_dtype_loop(void *vctx, char **p, const int64_t *st, int64_t n) {
   const copy_ctx *c = vctx;
   const int64_t es = (int64_t)c->esize;
   if (st[0] == es && st[1] == es) {
     memmove(p[0], p[1], (size_t)(n * es)); /* copy_ of a tensor onto itself is allowed */
     return;
+  }
+  if (st[0] == es && st[1] == 0) {
+    switch (c->esize) {
+      case 1: BROADCAST_FILL(uint8_t); return;
+      case 2: BROADCAST_FILL(uint16_t); return;
+      case 4: BROADCAST_FILL(uint32_t); return;
+      case 8: BROADCAST_FILL(uint64_t); return;
+      default: break;
+    }
   }
   switch (c->esize) {
     case 1: STRIDED_MOVE(uint8_t); break;

@@ -16,6 +16,8 @@
 
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
+#include "cpu/cpu_rows.h"
+#include "cpu/cpu_vmath.h"
 #include "lt/threads.h"
 
 typedef struct class_job {
@@ -59,6 +61,27 @@ static int64_t logit_base(const class_job *j, int64_t e) {
   return (e / j->inner) * j->c * j->inner + e % j->inner;
 }
 
+/* log sum_c exp(z[c]) of the element whose logits start at base, in double. */
+NN_INLINE double logsumexp(const class_job *j, int64_t base, bool f64) {
+  double max = -INFINITY;
+  for (int64_t c = 0; c < j->c; c++) {
+    const double v = nn_ld(j->z, base + c * j->inner, f64);
+    if (v > max || isnan(v)) max = v;
+  }
+  double sum = 0.0;
+  for (int64_t c = 0; c < j->c; c++) sum += exp(nn_ld(j->z, base + c * j->inner, f64) - max);
+  return max + log(sum);
+}
+
+/* The same for a contiguous float32 row (class-last logits, the usual [N, C]), in float
+ * lanes that vectorise (cpu_rows.h): a NaN logit makes its exponential, the sum and the
+ * result NaN, as the double form's max does. */
+NN_INLINE double logsumexp_row_f32(const class_job *j, int64_t base) {
+  const float *z = (const float *)j->z + base;
+  const float max = row_max_f32(z, j->c);
+  return (double)max + log(row_exp_sum_f32(z, NULL, j->c, max));
+}
+
 NN_INLINE void forward_impl(class_job *j, int64_t b0, int64_t b1, bool f64) {
   const double eps = j->o->label_smoothing;
   for (int64_t blk = b0; blk < b1; blk++) {
@@ -68,14 +91,7 @@ NN_INLINE void forward_impl(class_job *j, int64_t b0, int64_t b1, bool f64) {
       const int64_t base = logit_base(j, e), y = class_of(j, e);
       double lse = 0.0;
       if (!j->log_probs) {
-        double max = -INFINITY;
-        for (int64_t c = 0; c < j->c; c++) {
-          const double v = nn_ld(j->z, base + c * j->inner, f64);
-          if (v > max || isnan(v)) max = v;
-        }
-        double sum = 0.0;
-        for (int64_t c = 0; c < j->c; c++) sum += exp(nn_ld(j->z, base + c * j->inner, f64) - max);
-        lse = max + log(sum);
+        lse = f64 || j->inner != 1 ? logsumexp(j, base, f64) : logsumexp_row_f32(j, base);
         nn_st(j->lse, e, f64, lse);
       }
       double loss = 0.0, wy = 0.0;
@@ -148,6 +164,25 @@ static double total_weight(const class_job *j) {
   return w;
 }
 
+/* The gradient of one contiguous float32 row of logits (class-last), the formula below in
+ * float with cpu_vmath.h's exp so that it vectorises; the target's -1 goes in after. */
+NN_INLINE void backward_row_f32(const class_job *j, int64_t base, int64_t y, float lse, double s,
+                                double wy, double wsum) {
+  const double eps = j->o->label_smoothing;
+  const float *z = (const float *)j->z + base, *w = j->weight;
+  float *gz = (float *)j->gz + base;
+  const float hard = (float)(s * (1.0 - eps) * wy), soft = (float)(s * eps / (double)j->c);
+  const float soft_p = soft * (float)wsum;
+  if (eps > 0.0)
+    for (int64_t c = 0; c < j->c; c++) {
+      const float p = vm_expf(z[c] - lse);
+      gz[c] = hard * p + (soft_p * p - soft * (w ? w[c] : 1.0f));
+    }
+  else
+    for (int64_t c = 0; c < j->c; c++) gz[c] = hard * vm_expf(z[c] - lse);
+  gz[y] -= hard;
+}
+
 NN_INLINE void backward_impl(const class_job *j, int64_t e0, int64_t e1, bool f64) {
   const double eps = j->o->label_smoothing;
   double wsum = 0.0;
@@ -167,6 +202,10 @@ NN_INLINE void backward_impl(const class_job *j, int64_t e0, int64_t e1, bool f6
       continue;
     }
     const double lse = nn_ld(j->lse_in, e, f64);
+    if (!f64 && j->inner == 1) {
+      backward_row_f32(j, base, y, (float)lse, s, wy, wsum);
+      continue;
+    }
     for (int64_t c = 0; c < j->c; c++) {
       const double p = exp(nn_ld(j->z, base + c * j->inner, f64) - lse);
       double g = (1.0 - eps) * wy * (p - (c == y ? 1.0 : 0.0));

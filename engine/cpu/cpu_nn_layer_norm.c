@@ -6,6 +6,7 @@
 
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
+#include "cpu/cpu_rows.h"
 #include "lt/threads.h"
 
 typedef struct ln_job {
@@ -42,12 +43,48 @@ NN_INLINE void ln_forward_impl(const ln_job *j, int64_t r0, int64_t r1, bool f64
   }
 }
 
+/* float32: the same two passes over each row (mean, then centred squares, so no
+ * cancellation) in float lanes that vectorise (cpu_rows.h, sums into double per block),
+ * and the normalised row in float. */
+
+NN_INLINE void ln_row_stats_f32(const ln_job *j, int64_t r) {
+  const int64_t d = j->d;
+  const float *x = (const float *)j->x + r * d;
+  const double mean = d > 0 ? row_dot_f32(x, NULL, d) / (double)d : NAN;
+  const double var = d > 0 ? row_centered_squares_f32(x, d, (float)mean) / (double)d : NAN;
+  ((float *)j->mean_out)[r] = (float)mean;
+  ((float *)j->rstd_out)[r] = (float)(1.0 / sqrt(var + j->eps));
+}
+
+NN_INLINE void ln_row_normalise_f32(const ln_job *j, int64_t r) {
+  const int64_t d = j->d;
+  const float *x = (const float *)j->x + r * d, *w = j->w, *b = j->b;
+  float *y = (float *)j->out + r * d;
+  const float m = ((const float *)j->mean_out)[r], s = ((const float *)j->rstd_out)[r];
+  if (w && b)
+    for (int64_t k = 0; k < d; k++) y[k] = (x[k] - m) * s * w[k] + b[k];
+  else
+    for (int64_t k = 0; k < d; k++) {
+      float v = (x[k] - m) * s;
+      if (w) v *= w[k];
+      if (b) v += b[k];
+      y[k] = v;
+    }
+}
+
+NN_INLINE void ln_forward_f32(const ln_job *j, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; r++) {
+    ln_row_stats_f32(j, r);
+    ln_row_normalise_f32(j, r);
+  }
+}
+
 LT_CPU_CLONES static void ln_forward_range(void *ctx, int64_t r0, int64_t r1) {
   const ln_job *j = ctx;
   if (j->f64)
     ln_forward_impl(j, r0, r1, true);
   else
-    ln_forward_impl(j, r0, r1, false);
+    ln_forward_f32(j, r0, r1);
 }
 
 lt_status cpu_nn_layer_norm(lt_tensor *out, lt_tensor *mean, lt_tensor *rstd, const lt_tensor *x,
@@ -87,10 +124,34 @@ NN_INLINE void ln_input_grad_impl(const ln_job *j, int64_t r0, int64_t r1, bool 
   }
 }
 
+/* float32: the two sums in float lanes (cpu_rows.h) over g = go w and xhat, kept for the
+ * row in a stack buffer while it fits, then one fused update. */
+#define LN_ROW_MAX 4096
+
+NN_INLINE void ln_input_grad_f32(const ln_job *j, int64_t r0, int64_t r1) {
+  const int64_t d = j->d;
+  const float *w = j->w;
+  float g[LN_ROW_MAX], xhat[LN_ROW_MAX];
+  for (int64_t r = r0; r < r1; r++) {
+    const float *x = (const float *)j->x + r * d, *go = (const float *)j->go + r * d;
+    float *gx = (float *)j->gx + r * d;
+    const float mean = ((const float *)j->mean)[r], rstd = ((const float *)j->rstd)[r];
+    for (int64_t k = 0; k < d; k++) {
+      g[k] = w ? go[k] * w[k] : go[k];
+      xhat[k] = (x[k] - mean) * rstd;
+    }
+    const float mean_g = (float)(row_dot_f32(g, NULL, d) / (double)d);
+    const float mean_g_xhat = (float)(row_dot_f32(g, xhat, d) / (double)d);
+    for (int64_t k = 0; k < d; k++) gx[k] = rstd * (g[k] - mean_g - xhat[k] * mean_g_xhat);
+  }
+}
+
 LT_CPU_CLONES static void ln_input_grad_range(void *ctx, int64_t r0, int64_t r1) {
   const ln_job *j = ctx;
   if (j->f64)
     ln_input_grad_impl(j, r0, r1, true);
+  else if (j->d <= LN_ROW_MAX)
+    ln_input_grad_f32(j, r0, r1);
   else
     ln_input_grad_impl(j, r0, r1, false);
 }
@@ -117,12 +178,34 @@ NN_INLINE void ln_param_grad_impl(const ln_job *j, int64_t b0, int64_t b1, bool 
   }
 }
 
+/* float32: each row's products in float, added to the columns' double sums in row order
+ * (the same order as above), a vector of columns at a time. */
+NN_INLINE void ln_param_grad_f32(const ln_job *j, int64_t b0, int64_t b1) {
+  for (int64_t blk = b0; blk < b1; blk++) {
+    const int64_t k0 = blk * LN_COL_BLOCK;
+    const int64_t k1 = k0 + LN_COL_BLOCK < j->d ? k0 + LN_COL_BLOCK : j->d;
+    double gw[LN_COL_BLOCK] = {0}, gb[LN_COL_BLOCK] = {0};
+    for (int64_t r = 0; r < j->m; r++) {
+      const float mean = ((const float *)j->mean)[r], rstd = ((const float *)j->rstd)[r];
+      const float *x = (const float *)j->x + r * j->d, *go = (const float *)j->go + r * j->d;
+      for (int64_t k = k0; k < k1; k++) {
+        gw[k - k0] += (double)(go[k] * ((x[k] - mean) * rstd));
+        gb[k - k0] += (double)go[k];
+      }
+    }
+    for (int64_t k = k0; k < k1; k++) {
+      if (j->gw) ((float *)j->gw)[k] = (float)gw[k - k0];
+      if (j->gb) ((float *)j->gb)[k] = (float)gb[k - k0];
+    }
+  }
+}
+
 LT_CPU_CLONES static void ln_param_grad_range(void *ctx, int64_t b0, int64_t b1) {
   const ln_job *j = ctx;
   if (j->f64)
     ln_param_grad_impl(j, b0, b1, true);
   else
-    ln_param_grad_impl(j, b0, b1, false);
+    ln_param_grad_f32(j, b0, b1);
 }
 
 lt_status cpu_nn_layer_norm_backward(lt_tensor *gx, lt_tensor *gw, lt_tensor *gb,

@@ -11,6 +11,7 @@
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_nn.h"
 #include "cpu/cpu_nn_lowp.h"
+#include "cpu/cpu_rows.h"
 #include "cpu/cpu_vmath.h"
 #include "lt/threads.h"
 
@@ -77,60 +78,21 @@ NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, lt_dty
 }
 
 /* ---- float32 rows (the last dim: inner 1) ----
- * A row at a time, in float with cpu_vmath.h's exp, so that each pass vectorises; the sums
- * go into ROW_LANES partial double sums, lane l taking the elements l, l + ROW_LANES, ...,
- * added up in lane order at the end: the same bits on every clone, however wide its
- * vectors. A NaN anywhere makes its exponential NaN, hence the sum and the whole row (the
- * maximum need not look for it); a row of -inf has max -inf and gives NaN, as PyTorch. */
-#define ROW_LANES 8
-
-NN_INLINE float row_max(const float *x, int64_t n) {
-  float lane[ROW_LANES];
-  for (int l = 0; l < ROW_LANES; l++) lane[l] = -INFINITY;
-  int64_t k = 0;
-  for (; k + ROW_LANES <= n; k += ROW_LANES)
-    for (int l = 0; l < ROW_LANES; l++) lane[l] = vm_select(x[k + l] > lane[l], x[k + l], lane[l]);
-  float m = -INFINITY;
-  for (int l = 0; l < ROW_LANES; l++) m = lane[l] > m ? lane[l] : m;
-  for (; k < n; k++) m = x[k] > m ? x[k] : m;
-  return m;
-}
-
-NN_INLINE double lanes_total(const double *lane) {
-  double total = 0.0;
-  for (int l = 0; l < ROW_LANES; l++) total += lane[l];
-  return total;
-}
-
-/* y[k] = exp(x[k] - m) (when y is not NULL); returns the sum of the exponentials. */
-NN_INLINE double row_exp_sum(const float *x, float *y, int64_t n, float m) {
-  double lane[ROW_LANES] = {0};
-  int64_t k = 0;
-  for (; k + ROW_LANES <= n; k += ROW_LANES)
-    for (int l = 0; l < ROW_LANES; l++) {
-      const float e = vm_expf(x[k + l] - m);
-      if (y) y[k + l] = e;
-      lane[l] += e;
-    }
-  for (; k < n; k++) {
-    const float e = vm_expf(x[k] - m);
-    if (y) y[k] = e;
-    lane[k % ROW_LANES] += e;
-  }
-  return lanes_total(lane);
-}
-
+ * A row at a time, in float with cpu_rows.h's lanes and cpu_vmath.h's exp, so that each
+ * pass vectorises (a GPT row of 64 is four AVX-512 vectors, with no scalar tail). A NaN
+ * anywhere makes its exponential NaN, hence the sum and the whole row (the maximum need
+ * not look for it); a row of -inf has max -inf and gives NaN, as PyTorch. */
 NN_INLINE void softmax_rows_f32(const softmax_job *j, int64_t r0, int64_t r1) {
   const int64_t n = j->g.size;
   for (int64_t r = r0; r < r1; r++) {
     const float *x = (const float *)j->x + r * n;
     float *y = (float *)j->out + r * n;
-    const float m = row_max(x, n);
+    const float m = row_max_f32(x, n);
     if (j->log) {
-      const float shift = (float)((double)m + log(row_exp_sum(x, NULL, n, m)));
+      const float shift = (float)((double)m + log(row_exp_sum_f32(x, NULL, n, m)));
       for (int64_t k = 0; k < n; k++) y[k] = x[k] - shift;
     } else {
-      const float inv = (float)(1.0 / row_exp_sum(x, y, n, m));
+      const float inv = (float)(1.0 / row_exp_sum_f32(x, y, n, m));
       for (int64_t k = 0; k < n; k++) y[k] *= inv;
     }
   }
@@ -140,22 +102,18 @@ LT_CPU_CLONES static void softmax_rows_range(void *ctx, int64_t r0, int64_t r1) 
   softmax_rows_f32(ctx, r0, r1);
 }
 
-/* The gradients of the generic backward below, a float32 row at a time. */
+/* The gradients of the generic backward below, a float32 row at a time: one dot product
+ * (or sum) and one fused update. */
 NN_INLINE void softmax_backward_rows_f32(const softmax_job *j, int64_t r0, int64_t r1) {
   const int64_t n = j->g.size;
   for (int64_t r = r0; r < r1; r++) {
     const float *go = (const float *)j->go + r * n, *y = (const float *)j->y + r * n;
     float *gx = (float *)j->out + r * n;
-    double lane[ROW_LANES] = {0};
-    int64_t k = 0;
-    for (; k + ROW_LANES <= n; k += ROW_LANES)
-      for (int l = 0; l < ROW_LANES; l++) lane[l] += j->log ? go[k + l] : go[k + l] * y[k + l];
-    for (; k < n; k++) lane[k % ROW_LANES] += j->log ? go[k] : go[k] * y[k];
-    const float dot = (float)lanes_total(lane);
+    const float dot = (float)row_dot_f32(go, j->log ? NULL : y, n);
     if (j->log)
-      for (k = 0; k < n; k++) gx[k] = go[k] - vm_expf(y[k]) * dot;
+      for (int64_t k = 0; k < n; k++) gx[k] = go[k] - vm_expf(y[k]) * dot;
     else
-      for (k = 0; k < n; k++) gx[k] = y[k] * (go[k] - dot);
+      for (int64_t k = 0; k < n; k++) gx[k] = y[k] * (go[k] - dot);
   }
 }
 

@@ -120,4 +120,31 @@ VM_INLINE float vm_erff(float x) {
   return vm_copysign(r, x);
 }
 
+/* erf for GELU's Phi(x) = (1 + erf(x / sqrt 2)) / 2, where what counts is the error next
+ * to the 1 it is added to, not the relative error of erf itself: z P(z^2) / Q(z^2), P of
+ * degree 6 and Q of degree 4 in z^2, a rational fit here minimising the largest absolute
+ * error on [0, 3.95] (iterated linear least squares with Lawson's weights). Within 4e-7 of
+ * erf, float32 evaluation included (vm_erff: 2 ulp), and GELU built on it is as close to
+ * the exact value as PyTorch's float32 GELU (1.2e-6 at worst on [-6, 6], both). From 3.95
+ * on it is +-1 exactly, so GELU saturates to x and to -0; NaN stays NaN. One division and
+ * no exp or blend of two formulas: about a third of vm_erff's work. */
+VM_INLINE float vm_erff_gelu(float z) {
+  const float zmax = 3.95f;
+  const float zc = vm_select(vm_fabs(z) < zmax, z, vm_copysign(zmax, z)), s = zc * zc;
+  float p = 1.964152219e-08f;
+  p = p * s + -1.991562385e-06f;
+  p = p * s + 1.513445313e-04f;
+  p = p * s + 4.090227652e-03f;
+  p = p * s + 5.177739263e-02f;
+  p = p * s + 2.089960426e-01f;
+  p = p * s + 1.128378749e+00f;
+  float q = 1.051083789e-03f;
+  q = q * s + 1.513206493e-02f;
+  q = q * s + 1.187540069e-01f;
+  q = q * s + 5.185462832e-01f;
+  q = q * s + 1.0f;
+  const float r = zc * p / q;
+  return vm_select(vm_fabs(z) < zmax, r, vm_select(z == z, vm_copysign(1.0f, z), z));
+}
+
 #endif

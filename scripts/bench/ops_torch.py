@@ -14,9 +14,35 @@ logits, labels = torch.randn(1024, 76), torch.randint(0, 76, (1024,))
 ln_x, ln_w, ln_b = torch.randn(16, 64, 128), torch.ones(128), torch.zeros(128)
 
 
+def gpt_parameters():
+    """The GPT's 29 parameter tensors, as ops.lua's, each with a gradient."""
+    block = [(128,), (128,), (384, 128), (384,), (128, 128), (128,), (128,), (128,),
+             (512, 128), (512,), (128, 512), (128,)]
+    shapes = [(76, 128), (64, 128)] + block * 2 + [(128,), (128,), (76, 128)]
+    params = []
+    for s in shapes:
+        p = torch.randn(s, requires_grad=True)
+        p.grad = torch.randn(s)
+        params.append(p)
+    return params
+
+
+params = gpt_parameters() if name == "clip_grad_norm" else None
+
+
 def gelu_fwd_bwd():
     leaf = x.detach().requires_grad_(True)
     F.gelu(leaf).sum().backward()
+
+
+def layer_norm_fwd_bwd():
+    leaf = ln_x.detach().requires_grad_(True)
+    w, b = ln_w.detach().requires_grad_(True), ln_b.detach().requires_grad_(True)
+    F.layer_norm(leaf, (128,), w, b).sum().backward()
+
+
+def cross_entropy_fwd_bwd():
+    F.cross_entropy(logits.detach().requires_grad_(True), labels).backward()
 
 
 def softmax_fwd_bwd():
@@ -32,6 +58,9 @@ ops = {
     "softmax_fwd_bwd": softmax_fwd_bwd,
     "cross_entropy": lambda: F.cross_entropy(logits, labels),
     "layer_norm": lambda: F.layer_norm(ln_x, (128,), ln_w, ln_b),
+    "layer_norm_fwd_bwd": layer_norm_fwd_bwd,
+    "cross_entropy_fwd_bwd": cross_entropy_fwd_bwd,
+    "clip_grad_norm": lambda: torch.nn.utils.clip_grad_norm_(params, 1.0),
     "exp": lambda: x.exp(),
     "tanh": lambda: x.tanh(),
 }
