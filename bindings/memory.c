@@ -271,24 +271,34 @@ void ltb_charge(lua_State *L, const lt_tensor *t) {
   size_t bytes = s->block ? lt_block_size(s->block) : s->nbytes;
   if (bytes >= ORIGIN_MIN_BYTES || lt_memory_history_recording()) record_origin(L, s->block);
   pressure *p = &pressures[slot_of(s->device)];
-  p->debt += bytes;
   p->charged += bytes;
+  /* The debt is what was charged before this tensor: the garbage a step
+   * could find. This one is live, so a big result alone runs nothing, and
+   * a loop that gives back what it makes (ltb_uncharge) never steps. */
   if (p->debt < p->threshold) {
     /* The threshold follows what is allocated now, not at the last step:
      * after a phase that held 256 MiB, dropped 1 MiB tensors would pile
      * up to 32 MiB before the next one. */
     const size_t now = next_threshold(s->device);
     if (now < p->threshold) p->threshold = now;
-    if (p->debt < p->threshold) return;
+    if (p->debt < p->threshold) {
+      p->debt += bytes;
+      return;
+    }
   }
   size_t kib = p->debt / KIB;
-  p->debt = 0;
+  p->debt = bytes;
   size_t heap_kib = (size_t)lua_gc(L, LUA_GCCOUNT);
   if (heap_kib <= 4 * kib)
     lua_gc(L, LUA_GCCOLLECT);
   else
     lua_gc(L, LUA_GCSTEP, kib > INT_MAX ? INT_MAX : (int)kib);
   p->threshold = next_threshold(s->device);
+}
+
+void ltb_uncharge(lt_device dev, size_t bytes) {
+  pressure *p = &pressures[slot_of(dev)];
+  p->debt = bytes < p->debt ? p->debt - bytes : 0;
 }
 
 static void clear_debts(void) {

@@ -11,6 +11,10 @@
 /* Charges a freshly allocated storage to Lua's collector (called once per
  * new storage, when its first handle is made). */
 void ltb_charge(lua_State *L, const lt_tensor *t);
+/* Bytes a script gave back itself (t:free(), lt.del, a <close> variable):
+ * taken off the device's debt, so that a loop that releases what it makes
+ * never runs the collector for it. */
+void ltb_uncharge(lt_device dev, size_t bytes);
 /* core._set_forward_caller(fn): the modules' __call, which origins skip. */
 int ltb_set_forward_caller(lua_State *L);
 

@@ -132,13 +132,21 @@ size_t ltb_release(ltb_handle *h) {
   return lt_tensor_release(t);
 }
 
+/* The device of h's tensor (the CPU for a freed handle). */
+static lt_device handle_device(const ltb_handle *h) {
+  return h->tensor && h->tensor->storage ? h->tensor->storage->device : lt_cpu();
+}
+
 size_t ltb_release_at(lua_State *L, int idx, ltb_handle *h) {
   ltb_grad_sweep sw;
   ltb_sweep_begin(&sw);
   ltb_take_grad_handle(L, idx);
+  const lt_device dev = handle_device(h);
   size_t bytes = ltb_release(h); /* drops the engine's reference to the gradient too */
   ltb_sweep_add(L, &sw);
-  return bytes + ltb_sweep_finish(L, &sw);
+  bytes += ltb_sweep_finish(L, &sw);
+  ltb_uncharge(dev, bytes);
+  return bytes;
 }
 
 /* ---- metamethods ---- */
@@ -157,7 +165,11 @@ static int tensor_gc(lua_State *L) {
 /* __close: the end of a to-be-closed variable's scope, not a collection. */
 static int tensor_close(lua_State *L) {
   ltb_handle *h = lua_touserdata(L, 1);
-  if (h) ltb_sweep_note(h, ltb_release(h));
+  if (h == NULL) return 0;
+  const lt_device dev = handle_device(h);
+  const size_t bytes = ltb_release(h);
+  ltb_sweep_note(h, bytes);
+  ltb_uncharge(dev, bytes);
   return 0;
 }
 

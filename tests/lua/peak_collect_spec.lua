@@ -31,6 +31,23 @@ describe("peak collections", function()
     model:free()
   end)
 
+  it("a loop that releases what it makes (<close>, free, lt.del) never runs the collector", function()
+    local x = lt.empty(256 * 1024) -- 1 MiB: each result is over the collector's pacing threshold
+    settled()
+    x:neg():free() -- the first allocation after reset_peak measures what is live
+    -- A table with a finalizer, unreachable: any collection finalizes it.
+    local collections = 0
+    local function arm() setmetatable({}, { __gc = function() collections = collections + 1 end }) end
+    arm()
+    for _ = 1, 20 do local y <close> = x:neg() end
+    for _ = 1, 20 do x:neg():free() end
+    for _ = 1, 20 do lt.del(x:neg()) end
+    assert.equal(0, collections)
+    for _ = 1, 20 do local y = x:neg() end -- dropped: the collector frees them
+    assert.is_true(collections >= 1)
+    x:free()
+  end)
+
   it("the pacing follows what is allocated now, not what a big phase held", function()
     local big = {}
     for i = 1, 64 do big[i] = lt.empty(256 * 1024) end -- 64 MiB
