@@ -139,4 +139,5 @@ void ltb_open_autograd(lua_State *L, int methods_idx, int core_idx) {
   luaL_setfuncs(L, autograd_functions, 0);
   lua_pop(L, 1);
   ltb_open_autograd_function(L, core_idx);
+  ltb_open_grad_hooks(L, core_idx);
 }

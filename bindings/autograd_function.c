@@ -180,6 +180,8 @@ static lt_status run_lua_backward(void *ud, lt_tensor *const *grad_outputs, int 
   return st;
 }
 
+lua_State *ltb_backward_thread(void) { return backward_thread; }
+
 lt_status ltb_run_backward(lua_State *L, lt_tensor *root, const lt_tensor *grad, bool retain) {
   lua_State *outer = backward_thread;
   backward_thread = L;

@@ -29,6 +29,8 @@ void ltb_open_optim(lua_State *L, int core_idx);
 void ltb_open_category(lua_State *L, int core_idx);
 /* lt.clock, lt.peak_rss, lt.stdout_is_tty (bindings/system.c). */
 void ltb_open_system(lua_State *L, int core_idx);
+/* lt.core._distributed: lt.distributed's functions (bindings/distributed.c). */
+void ltb_open_distributed(lua_State *L, int core_idx);
 
 /* t:backward, lt.no_grad, lt.enable_grad, lt.is_grad_enabled,
  * lt.set_grad_enabled and lt.core._autograd_function (lt.autograd.Function). */

@@ -250,6 +250,7 @@ int luaopen_lt_core(lua_State *L) {
   ltb_open_slicing(L, core);
   ltb_open_optim(L, core);
   ltb_open_system(L, core);
+  ltb_open_distributed(L, core);
   ltb_open_data_io(L, core);
   ltb_open_closest(L, core);
   luaL_newlib(L, cuda_functions);

@@ -194,6 +194,9 @@ int ltb_set_data(lua_State *L) {
     return ltb_error(L, "_set_data: expected leaf tensors");
   lua_settop(L, 2);
   if (src != h->tensor) {
+    /* Hooks belong to the parameter, not its data (PyTorch's t.data = src). */
+    lt_status st = lt_autograd_move_hooks(h->tensor, src);
+    if (st != LT_OK) return ltb_raise(L, st);
     /* The old tensor goes with its gradient, and the cached t.grad handle
      * with it (given back at once unless the script kept it). */
     ltb_grad_sweep sw;

@@ -8,6 +8,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "lt_bindings.h"
 #include "lt_env.h"
 #include "options.h"
 #include "repl.h"
@@ -156,6 +157,9 @@ int main(int argc, char **argv) {
   int status = lua_pcall(L, 3, 1, 0);
   int ok = lua_toboolean(L, -1);
   runner_report(L, status);
+  /* Under mpirun the other ranks would wait for this one in their next
+   * collective: they are told, and the job ends (nothing without MPI). */
+  if (status != LUA_OK || !ok) ltb_distributed_failed(runner_last_error());
   lua_close(L);
   options_free(&opts);
   return (status == LUA_OK && ok) ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -108,7 +108,9 @@ static const char *result_text(lua_State *L, int i, size_t *len) {
   if (is_plain_table(L, i)) {
     int top = lua_gettop(L);
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    if (lua_getfield(L, -1, "lt.pp") == LUA_TTABLE && lua_getfield(L, -1, "format") == LUA_TFUNCTION) {
+    /* lt.pp loads on first use (lt's lazy namespaces, lua/lt/init.lua) */
+    if (lua_getfield(L, -1, "lt") == LUA_TTABLE && lua_getfield(L, -1, "pp") == LUA_TTABLE &&
+        lua_getfield(L, -1, "format") == LUA_TFUNCTION) {
       lua_pushvalue(L, i);
       lua_call(L, 1, 1);
       lua_replace(L, top + 1);

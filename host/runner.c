@@ -13,10 +13,16 @@ void runner_message(const char *msg) {
   fflush(stderr);
 }
 
+static char last_error[1024];
+
+const char *runner_last_error(void) { return last_error; }
+
 int runner_report(lua_State *L, int status) {
   if (status != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
-    runner_message(msg != NULL ? msg : "(error object is not a string)");
+    if (msg == NULL) msg = "(error object is not a string)";
+    runner_message(msg);
+    snprintf(last_error, sizeof last_error, "%s", msg);
     lua_pop(L, 1);
   }
   return status;

@@ -10,6 +10,8 @@ void runner_message(const char *msg);
 
 /* If status is an error, prints the message on the top of the stack and pops it. */
 int runner_report(lua_State *L, int status);
+/* The last error runner_report printed ("" if none), for the failure hook of main.c. */
+const char *runner_last_error(void);
 
 /* Calls the function below its narg arguments with a traceback handler; Ctrl-C stops it. */
 int runner_call(lua_State *L, int narg, int nresults);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU (CUDA toolkit with cuBLAS and
 # cuDNN; PyTorch with CUDA for the timing part): build with the CUDA backend,
-# run the whole suite, compare every op on CUDA with the CPU backend, train
+# run the whole suite, compare every op on CUDA with the CPU backend, run
+# lt.distributed's nccl backend (every collective, then DDP) at world size 1, train
 # both Fashion recipes for a few hundred steps on the GPU and time the
 # training steps against PyTorch. Parts that need features lt does not have
 # yet print "skipped: <reason>" instead of failing. Each part has its own time
@@ -53,6 +54,33 @@ grep -m 60 -E "FAIL|rror|not covered:" "$log"; tail -n 2 "$log"
 
 section "CUDA against CPU on a side stream"
 timeout 90 "$lt" tests/gpu/compare_backends.lua side-stream | tail -n 3 || fail "compare_backends.lua side-stream"
+
+# lt.distributed's nccl backend on this GPU in a world of one (no mpirun: a
+# build without Open MPI starts a world of one by itself, one with it is an
+# MPI singleton): every collective, dtype and op, the work handles, destroy
+# and init again, then DDP. NCCL is opened when the group starts; where the
+# machine has no libnccl the part is skipped with the loader's reason.
+section "NCCL collectives (world size 1)"
+probe=$(timeout 30 "$lt" -e 'lt.distributed.init_process_group({backend = "nccl"})
+  lt.distributed.destroy_process_group()' 2>&1)
+if [ $? -ne 0 ]; then
+  case "$probe" in
+    *"cannot load"*|*"has no NCCL"*) echo "skipped: $(printf '%s' "$probe" | grep -m1 -v '^\s*$')" ;;
+    *) printf '%s\n' "$probe" | head -n 5; fail "starting a group with backend nccl" ;;
+  esac
+else
+  nccl_log=${OUT:-/tmp}/nccl_check.log
+  timeout 60 "$lt" tests/host/distributed/check.lua collectives nccl >"$nccl_log" 2>&1
+  grep -m 20 FAIL "$nccl_log"
+  grep -q "^ok collectives rank 0" "$nccl_log" && tail -n 1 "$nccl_log" || fail "NCCL collectives"
+  ddp_out=$(timeout 60 "$lt" tests/host/distributed/ddp_cuda.lua 2>&1)
+  if grep -q "^ok ddp_cuda rank 0" <<<"$ddp_out"; then
+    echo "DDP over nccl: ok"
+  else
+    printf '%s\n' "$ddp_out" | tail -n 5
+    fail "DDP over nccl"
+  fi
+fi
 
 # A one-step probe first: if training on CUDA fails outright, say why once
 # instead of failing every part below.

@@ -56,3 +56,15 @@ if [ ! -f /usr/local/cuda/include/cudnn.h ] && ! ls /usr/include/cudnn.h >/dev/n
     echo "gpu_env: cuDNN from $cudnn"
   fi
 fi
+
+# NCCL (lt.distributed's nccl backend): the toolkit's if it has one, else the
+# wheel PyTorch uses. The build needs its header; lt opens libnccl.so.2 when
+# a group starts, through the loader's path.
+if [ ! -f /usr/local/cuda/include/nccl.h ] && ! ls /usr/include/nccl.h >/dev/null 2>&1; then
+  nccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+  if [ -n "$nccl" ] && [ -f "$nccl/include/nccl.h" ]; then
+    LT_CMAKE_ARGS+=(-DNCCL_INCLUDE_DIR="$nccl/include")
+    export LD_LIBRARY_PATH="$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "gpu_env: NCCL from $nccl"
+  fi
+fi

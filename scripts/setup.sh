@@ -11,7 +11,7 @@ build=${1:-build}
 shift || true
 
 packages=(cmake gcc g++ make pkg-config liblua5.4-dev libopenblas-dev libdnnl-dev libedit-dev zlib1g-dev
-          libstb-dev dataset-fashion-mnist)
+          libstb-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist)
 if [ "${LT_SETUP_TESTS:-0}" = 1 ]; then
   packages+=(lua5.4 lua-busted tmux chromium luarocks python3-pip)
 fi

@@ -11,14 +11,19 @@
 -- --checkpoint_segments N (recompute activations in N segments), --accum K
 -- (K micro-batches per step; auto: the batch whole, split in twice as many
 -- on out of memory, the same gradients).
+-- Several processes (lua/lt/recipes/distributed.lua): --ddp (data-parallel,
+-- --batch_size per rank) or --zero (and Adam's state sharded), under mpirun:
+--   mpirun -np 2 lt scripts/train_fashion_cnn.lua --ddp [--checkpoint F [--resume]]
 local lt = lt or require "lt"
 local nn, optim = lt.nn, lt.optim
 local cli, training = require "lt.recipes.cli", require "lt.recipes.training"
+local distributed = require "lt.recipes.distributed"
 
-local opts = cli.parse(arg, training.fashion_options(training.memory_options {
+local opts = cli.parse(arg, distributed.options(training.fashion_options(training.memory_options {
   {"epochs", 5, "passes over the training set", min = 1},
   {"lr", 0.001, "learning rate (the cosine schedule starts there)", min = 0},
-}), "scripts/train_fashion_cnn.lua")
+})), "scripts/train_fashion_cnn.lua")
+distributed.setup(opts)
 local train, test = training.fashion_loaders(opts)
 
 local function block(cin, cout)
@@ -33,6 +38,8 @@ local model = nn.Sequential(
   nn.Linear(128, 10))
 model:to(training.device(opts))
 print(model)
-local opt = optim.Adam(model:parameters(), {lr = opts.lr})
+local trained = distributed.wrap(model, opts)
+local opt = distributed.optimizer(model:parameters(), optim.Adam, {lr = opts.lr}, opts)
 opts.scheduler = optim.lr_scheduler.CosineAnnealingLR(opt, {T_max = opts.epochs})
-training.fit(model, opt, train, test, opts)
+training.fit(trained, opt, train, test, opts)
+distributed.finish(opts)

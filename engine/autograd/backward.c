@@ -219,8 +219,8 @@ static void release_buffers(ag_node *n) {
 }
 
 /* Runs n's formula and hands its input gradients on; ready inputs go on the
- * heap. */
-static lt_status run_node(ag_node *n, bool retain_graph, node_list *ready) {
+ * heap, and leaves whose last edge this was run their hooks. */
+static lt_status run_node(ag_node *n, bool retain_graph, node_list *ready, ag_leaf_waits *waits) {
   bool any = false;
   for (int o = 0; o < n->nout; o++) any = any || n->buffers[o];
   lt_tensor *stack_grads[8] = {NULL};
@@ -242,18 +242,23 @@ static lt_status run_node(ag_node *n, bool retain_graph, node_list *ready) {
     lt_tensor *g = grads[i];
     grads[i] = NULL;
     ag_edge *e = &n->inputs[i].edge;
+    bool got = false; /* a gradient reached e->leaf */
     if (i < 32 && (n->added_in_place >> i) & 1) { /* already in the leaf's .grad */
       if (g) lt_tensor_release(g);
+      got = true;
     } else if (g && st == LT_OK && ag_needs(n, i)) {
       lt_tensor *fitted = NULL;
       st = fit_to_input(n, i, g, &fitted);
       if (st == LT_OK)
         st = e->node ? sum_into(&e->node->buffers[e->output_nr], fitted)
                      : accumulate_into_leaf(e->leaf, fitted);
+      got = st == LT_OK;
     } else if (g) {
       lt_tensor_release(g);
     }
     if (e->node && st == LT_OK && --e->node->deps == 0) st = heap_push(ready, e->node);
+    if (!e->node && e->leaf && st == LT_OK)
+      st = ag_leaf_waits_done(waits, e->leaf, got && e->leaf->requires_grad);
   }
   if (grads != stack_grads) free(grads);
   return st;
@@ -267,8 +272,9 @@ static lt_status reentrant_error(void) {
                   "backward through the same nodes)");
 }
 
-/* Every node reachable from root, each retained, with deps counted. */
-static lt_status discover(ag_node *root, node_list *all) {
+/* Every node reachable from root, each retained, with deps counted, and
+ * the edges into each leaf that has hooks. */
+static lt_status discover(ag_node *root, node_list *all, ag_leaf_waits *waits) {
   static _Thread_local uint64_t last_run_id;
   uint64_t id = ++last_run_id;
   if (root->in_run) return reentrant_error();
@@ -281,6 +287,8 @@ static lt_status discover(ag_node *root, node_list *all) {
     ag_node *x = all->v[k];
     for (int i = 0; i < x->nin; i++) {
       ag_node *m = x->inputs[i].edge.node;
+      lt_tensor *leaf = x->inputs[i].edge.leaf;
+      if (!m && leaf && ag_has_hooks(leaf)) LT_TRY(ag_leaf_waits_add(waits, leaf));
       if (!m) continue;
       if (m->in_run && m->run_id != id) return reentrant_error();
       if (!m->in_run) {
@@ -321,16 +329,19 @@ static void finish_run(node_list *all) {
 
 static lt_status run_graph(ag_node *root, int output_nr, lt_tensor *grad, bool retain_graph) {
   node_list all = {0}, ready = {0};
-  lt_status st = discover(root, &all);
+  ag_leaf_waits waits = {0};
+  lt_status st = discover(root, &all, &waits);
+  ag_leaf_waits_seal(&waits);
   if (st == LT_OK) st = prepare_buffers(&all);
   if (st == LT_OK) {
     root->buffers[output_nr] = grad;
     grad = NULL;
     st = heap_push(&ready, root);
   }
-  while (st == LT_OK && ready.n > 0) st = run_node(heap_pop(&ready), retain_graph, &ready);
+  while (st == LT_OK && ready.n > 0) st = run_node(heap_pop(&ready), retain_graph, &ready, &waits);
   if (grad) lt_tensor_release(grad);
   free(ready.v);
+  free(waits.v);
   finish_run(&all);
   return st;
 }
@@ -380,7 +391,9 @@ lt_status lt_backward(lt_tensor *root, const lt_tensor *grad, bool retain_graph)
     if (ag_history(root)) {
       st = run_graph(root->autograd->grad_fn, root->autograd->output_nr, g, retain_graph);
     } else {
+      bool got = root->requires_grad;
       st = accumulate_into_leaf(root, g); /* a leaf: its gradient is grad itself */
+      if (st == LT_OK && got) st = ag_run_hooks(root);
     }
   }
   lt_autocast_resume();

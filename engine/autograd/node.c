@@ -176,6 +176,7 @@ size_t ag_meta_free(struct lt_autograd_meta *m) {
   if (!m) return 0;
   size_t given_back = ag_node_release(m->grad_fn);
   given_back += ag_view_untrack(m);
+  ag_hooks_free(m);
   free(m);
   return given_back;
 }

@@ -117,6 +117,11 @@ struct lt_autograd_meta {
    * since it holds its base). */
   struct lt_autograd_meta *views;
   struct lt_autograd_meta *view_next, *view_prev;
+  /* Post-accumulate-grad hooks of a leaf (grad_hooks.c), in registration
+   * order; removed ones are tombstones (fn NULL) while some are running. */
+  struct ag_hook *hooks;
+  int nhooks, hooks_cap;
+  int hooks_running;
 };
 
 /* t's grad_fn (NULL for a leaf, with or without autograd metadata). */
@@ -161,6 +166,34 @@ struct lt_autograd_meta *ag_meta_get(lt_tensor *t, const char *who);
 size_t ag_meta_free(struct lt_autograd_meta *m);
 /* Grad mode is on and one of the n tensors (NULLs skipped) requires grad. */
 bool ag_any_requires_grad(const lt_tensor *const *ts, int n);
+
+/* ---- post-accumulate-grad hooks (grad_hooks.c) ---- */
+static inline bool ag_has_hooks(const lt_tensor *t) { return t->autograd && t->autograd->nhooks > 0; }
+/* Frees m's hooks (free_ud of each). */
+void ag_hooks_free(struct lt_autograd_meta *m);
+/* Runs leaf's hooks in order; the first failure stops them. */
+lt_status ag_run_hooks(lt_tensor *leaf);
+
+/* The leaves with hooks that one backward reaches, each with the number of
+ * edges into it not yet run: its hooks fire when that reaches 0 (once every
+ * node that gives it a gradient has run, as PyTorch's AccumulateGrad node runs
+ * after all its inputs), provided it received a gradient. */
+typedef struct ag_leaf_wait {
+  lt_tensor *leaf;
+  int64_t pending;
+  bool got;
+} ag_leaf_wait;
+typedef struct ag_leaf_waits {
+  ag_leaf_wait *v;
+  int n, cap;
+} ag_leaf_waits;
+/* One more edge into leaf (which has hooks). */
+lt_status ag_leaf_waits_add(ag_leaf_waits *w, lt_tensor *leaf);
+/* Sorts and merges the entries (after the last add). */
+void ag_leaf_waits_seal(ag_leaf_waits *w);
+/* An edge into leaf has run (got: it brought a gradient); fires the hooks
+ * when it was the last. A leaf not in w is ignored. */
+lt_status ag_leaf_waits_done(ag_leaf_waits *w, lt_tensor *leaf, bool got);
 
 /* ---- views and in-place writes through them (view_rebase.c) ---- */
 /* After an in-place op attached its node to t: when t is a view that knows

@@ -142,15 +142,8 @@ local DataLoader = {}
 DataLoader.__index = DataLoader
 DataLoader.__name = "lt.data.DataLoader"
 
--- The generator seed of one epoch: splitmix64 of (seed, epoch), so that each
--- epoch's order is fixed by the seed alone and epochs differ from each other.
--- Lua's integers wrap around, as the mixing needs.
-local function epoch_seed(seed, epoch)
-  local z = seed + epoch * 0x9E3779B97F4A7C15
-  z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
-  z = (z ~ (z >> 27)) * 0x94D049BB133111EB
-  return z ~ (z >> 31)
-end
+local epoch_order = require("lt.data.order").epoch_order
+local DistributedSampler = require "lt.data.distributed_sampler"
 
 -- The tensors of a dataset as a list and their names (nil for a list).
 local function dataset_tensors(dataset)
@@ -182,7 +175,8 @@ local function dataset_tensors(dataset)
 end
 
 local LOADER_OPTIONS = { dataset = true, batch_size = true, shuffle = true, seed = true, drop_last = true,
-  pin_memory = true, collate = true, num_workers = true, prefetch_factor = true }
+  pin_memory = true, collate = true, num_workers = true, prefetch_factor = true, sampler = true,
+  distributed = true }
 
 -- ---- the Dataset protocol ----
 -- A dataset other than tensors is any table or userdata with
@@ -240,6 +234,10 @@ end
 --- num_workers > 0 lets a dataset with a prefetch method load the next
 --- prefetch_factor (2) batches in the background while the current one is
 --- used.
+--- sampler (a DistributedSampler, or anything with indices(epoch) and a
+--- length) orders the samples instead of shuffle, by the loader's epochs;
+--- distributed = true makes a DistributedSampler over the process group (with
+--- shuffle, and seed defaulting to 0): each rank iterates its share.
 function data.DataLoader(dataset, opts)
   if opts == nil and type(dataset) == "table" and not core.is_tensor(dataset) and dataset.dataset ~= nil
       and not get_method(dataset) then
@@ -275,6 +273,24 @@ function data.DataLoader(dataset, opts)
   end
   check_count("num_workers", opts.num_workers, 0)
   check_count("prefetch_factor", opts.prefetch_factor, 1)
+  local sampler = opts.sampler
+  if opts.distributed ~= nil and type(opts.distributed) ~= "boolean" then
+    raise("DataLoader: distributed must be a boolean, got " .. type(opts.distributed))
+  end
+  if sampler ~= nil and opts.distributed then
+    raise("DataLoader: give either sampler or distributed = true, not both")
+  end
+  if sampler ~= nil and opts.shuffle then
+    raise("DataLoader: sampler option is mutually exclusive with shuffle (the sampler orders the samples)")
+  end
+  if opts.distributed then
+    -- This rank's share of every epoch; all ranks need the same order, so
+    -- the seed defaults to DistributedSampler's 0.
+    sampler = DistributedSampler(n, { shuffle = opts.shuffle or false, seed = opts.seed })
+  elseif sampler ~= nil and (getmetatable(sampler) == nil or type(sampler.indices) ~= "function") then
+    raise("DataLoader: sampler must have indices(epoch) and a length, such as lt.data.DistributedSampler, got "
+      .. type(sampler))
+  end
   return setmetatable({
     dataset = dataset,
     batch_size = batch_size,
@@ -282,7 +298,8 @@ function data.DataLoader(dataset, opts)
     seed = opts.seed,
     drop_last = opts.drop_last or false,
     pin_memory = opts.pin_memory or false,
-    size = n,
+    size = sampler and #sampler or n,
+    sampler = sampler,
     collate = opts.collate or (protocol and data.default_collate or nil),
     num_workers = opts.num_workers or 0,
     prefetch_factor = opts.prefetch_factor or 2,
@@ -308,11 +325,11 @@ function DataLoader:set_epoch(k)
   self._next_epoch = k
 end
 
---- The order of the samples in epoch k: int64 indices 1..size.
+--- The order of the samples in epoch k: int64 indices 1..size (with a
+--- sampler, its indices for epoch k).
 function DataLoader:order(k)
-  if not self.shuffle then return core.arange(1, self.size + 1) end
-  if self.seed then return core.randperm(self.size, { seed = epoch_seed(self.seed, k) }) end
-  return core.randperm(self.size)
+  if self.sampler then return core.tensor(self.sampler:indices(k), { dtype = "int64" }) end
+  return epoch_order(self.size, self.shuffle, self.seed, k)
 end
 
 -- The one device every dataset tensor is on, or nil when they are on the CPU
@@ -426,6 +443,10 @@ function DataLoader:iter()
     return table.unpack(out, 1, #tensors)
   end
 end
+
+--- DistributedSampler(dataset, {num_replicas=, rank=, shuffle=, seed=, drop_last=}):
+--- one rank's share of each epoch (lua/lt/data/distributed_sampler.lua).
+data.DistributedSampler = DistributedSampler
 
 --- default_collate(samples): a batch from a list of samples (lua/lt/data/collate.lua).
 data.default_collate = require "lt.data.collate"

@@ -48,10 +48,7 @@ lt.nn.functional.normalize, lt.nn.functional.cosine_similarity = tensor_ops.norm
 -- functional ops with the tensor first.
 for _, name in ipairs { "softmax", "log_softmax", "gelu" } do lt.Tensor[name] = lt.nn.functional[name] end
 lt.autograd = require "lt.autograd"
-lt.checkpoint = require "lt.checkpoint"
-lt.amp = require "lt.amp"
-lt.microbatch = require "lt.microbatch"
-lt.pp = require "lt.pp" -- print with tables shown readably (the REPL shows results so)
+require "lt.grad_hooks" -- t:register_post_accumulate_grad_hook
 -- lt.help(x) prints the doc of x (lua/lt/help/): the docs are data that
 -- most runs never read, so they load on the first call.
 function lt.help(...) return require("lt.help").show(...) end
@@ -59,8 +56,14 @@ function lt.help(...) return require("lt.help").show(...) end
 -- lt.text (tokenizers reading a tokenizer.json) loads on first use: most
 -- scripts never tokenize, and it would add a sixth to lt's start-up. So do
 -- lt.progress (bars for loops), lt.plot (a training run's curves as HTML)
--- and lt.models (the model zoo).
-local lazy = { text = "lt.text", progress = "lt.progress", plot = "lt.plot", models = "lt.models" }
+-- lt.models (the model zoo) and lt.distributed (collectives under mpirun);
+-- and lt.checkpoint, lt.amp (GradScaler), lt.microbatch and lt.pp (print with
+-- tables shown readably, as the REPL shows results), which a script uses or
+-- not: every module loaded at start-up is also Lua heap that each full
+-- collection walks (a peak collection costs in proportion to it).
+local lazy = { text = "lt.text", progress = "lt.progress", plot = "lt.plot", models = "lt.models",
+  distributed = "lt.distributed", checkpoint = "lt.checkpoint", amp = "lt.amp", microbatch = "lt.microbatch",
+  pp = "lt.pp" }
 return setmetatable(lt, {
   __index = function(t, key)
     if lazy[key] then

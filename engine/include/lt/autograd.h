@@ -79,6 +79,30 @@ LT_API lt_status lt_autograd_custom(lt_tensor **outputs, int nout, lt_tensor *co
                              const char *name, lt_custom_backward_fn fn, void *ud,
                              void (*free_ud)(void *));
 
+/* ---- hooks after a leaf's gradient is accumulated ----
+ * PyTorch's register_post_accumulate_grad_hook: fn(ud, leaf) runs once per
+ * backward for each leaf t that received a gradient in it, after the last
+ * contribution of that backward was added into t->grad (data-parallel
+ * training starts a bucket's reduction there). A status other than LT_OK
+ * stops the backward with that error; the graph is left as any failed
+ * backward leaves it. fn must not jump out (a Lua binding calls Lua through
+ * lua_pcall). free_ud(ud), if given, runs when the hook is removed or t is
+ * freed. *id receives a number that names the hook for removal. */
+typedef lt_status (*lt_grad_hook_fn)(void *ud, lt_tensor *leaf);
+LT_API lt_status lt_autograd_add_post_accumulate_hook(lt_tensor *t, lt_grad_hook_fn fn, void *ud,
+                                                      void (*free_ud)(void *), uint64_t *id);
+/* Removes hook id of t (also from inside a hook); false when t has none of
+ * that id (already removed). */
+LT_API bool lt_autograd_remove_post_accumulate_hook(lt_tensor *t, uint64_t id);
+/* Moves from's hooks to to (after to's own), as t.data = src keeps t's hooks
+ * in PyTorch: the binding that swaps a handle's tensor calls it. */
+LT_API lt_status lt_autograd_move_hooks(lt_tensor *from, lt_tensor *to);
+
+/* reached[i] = whether backward from roots would give leaves[i] a gradient
+ * (some node of the roots' graph accumulates into it, or it is a root). */
+LT_API lt_status lt_autograd_reaches(lt_tensor *const *roots, int nroots, lt_tensor *const *leaves,
+                                     int nleaves, bool *reached);
+
 /* While an estimate runs (lt.memory.estimate): called before any change of
  * t->grad (the slot itself, not its values), so that lt_grad_journal_restore
  * can put the gradient back at the estimate's end. Does nothing otherwise. */

@@ -20,6 +20,8 @@ return {
   "amp",
   "checkpoint",
   "data",
+  "distributed",
+  "parallel",
   "progress",
   "io",
   "cuda",

@@ -16,7 +16,7 @@ return {
         .. "dataset-fashion-mnist package unless dir says where the gzip files are.",
       opts = "dir=\"/usr/share/datasets/fashion-mnist\"",
       ex = "local images, labels = lt.data.fashion_mnist(\"test\")", run = "reads 10000 images from disk" },
-    { "lt.data.DataLoader", "lt.data.DataLoader(dataset, {batch_size=1, shuffle=false, seed=, drop_last=false, pin_memory=false, collate=, num_workers=0, prefetch_factor=2}) / lt.data.DataLoader{dataset=, ...}",
+    { "lt.data.DataLoader", "lt.data.DataLoader(dataset, {batch_size=1, shuffle=false, seed=, drop_last=false, pin_memory=false, collate=, num_workers=0, prefetch_factor=2, sampler=, distributed=false}) / lt.data.DataLoader{dataset=, ...}",
       "Batches of a data set: a tensor, a list of tensors sharing their first size ({images, labels}: "
         .. "each step yields one batch of each), or a table of named tensors (each step yields a table); "
         .. "each batch is a new tensor gathered along dimension 1. Or a Dataset: any table or userdata with "
@@ -28,9 +28,11 @@ return {
         .. "the background (lt.data.ImageFolder decodes them on C threads). Shuffled orders come from lt's "
         .. "generator; with seed, epoch k's order depends only on (seed, k). drop_last drops a last, smaller "
         .. "batch. #loader is the number of batches in an epoch. pin_memory puts batches in page-locked memory "
-        .. "for non_blocking copies.",
+        .. "for non_blocking copies. sampler (a lt.data.DistributedSampler) orders the samples instead of "
+        .. "shuffle, driven by the loader's epochs; distributed=true makes one over the process group (with "
+        .. "shuffle and seed, default 0): each rank iterates its share of every epoch.",
       opts = "batch_size=1, shuffle=false, seed (none: the global generator), drop_last=false, pin_memory=false, "
-        .. "collate=lt.data.default_collate, num_workers=0, prefetch_factor=2",
+        .. "collate=lt.data.default_collate, num_workers=0, prefetch_factor=2, sampler=, distributed=false",
       ex = "for xb, yb in lt.data.DataLoader({x, y}, {batch_size = 4, shuffle = true}):iter() do local l = F.cross_entropy(model(xb), yb) end",
       members = "loader:", see = { "lt.data.prefetch", "lt.data.default_collate", "lt.data.ImageFolder" } },
     { "loader:iter", "loader:iter() -> iterator",

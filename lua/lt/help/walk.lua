@@ -96,6 +96,23 @@ local function probes(lt)
       data:free()
       return mt
     end },
+    { var = "sampler", name = "lt.data.DistributedSampler", methods = function()
+      return getmetatable(lt.data.DistributedSampler(1, { num_replicas = 1, rank = 0 }))
+    end },
+    { var = "zero", name = "optim.ZeroRedundancyOptimizer", methods = function()
+      local p = lt.zeros(1, { requires_grad = true })
+      local alone = { is_initialized = function() return true end, get_rank = function() return 0 end,
+        get_world_size = function() return 1 end } -- no process group needed to reach the methods
+      local mt = getmetatable(lt.optim.ZeroRedundancyOptimizer({ p }, lt.optim.SGD, { lr = 1, process_group = alone }))
+      p:free()
+      return mt
+    end },
+    { var = "hook", name = "t:register_post_accumulate_grad_hook", methods = function()
+      local p = lt.zeros(1, { requires_grad = true })
+      local handle = p:register_post_accumulate_grad_hook(function() end)
+      handle:remove()
+      return getmetatable(handle)
+    end },
     { var = "ctx", name = "lt.autograd.Function", methods = function()
       local Probe = lt.autograd.Function:extend("HelpProbe")
       local found

@@ -10,6 +10,7 @@ local nn = {
   is_module = Module.is_module,
   init = require "lt.nn.initializers",
   utils = require "lt.nn.utils",
+  parallel = require "lt.nn.parallel", -- DistributedDataParallel (lt.distributed loads at its first use)
 }
 
 for _, family in ipairs { "linear", "conv", "norm", "activation", "pooling", "dropout", "flatten",

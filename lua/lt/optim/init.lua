@@ -6,6 +6,7 @@
 --   optim.Adagrad(params, {lr=, lr_decay=, weight_decay=, initial_accumulator_value=, eps=})
 --   optim.lr_scheduler.StepLR / CosineAnnealingLR / LinearLR / LambdaLR /
 --     OneCycleLR / SequentialLR
+--   optim.ZeroRedundancyOptimizer(params, optim.Adam, opts)   (state sharded over the ranks)
 -- params: a list of tensors, or a list of groups {params={...}, lr=...}.
 -- Frozen tensors (requires_grad false) may be among them: as in PyTorch
 -- they get no gradient, so steps skip them and they hold no state.
@@ -20,4 +21,5 @@ return {
   RMSprop = require "lt.optim.rmsprop",
   Adagrad = require "lt.optim.adagrad",
   lr_scheduler = lr_scheduler,
+  ZeroRedundancyOptimizer = require "lt.optim.zero", -- ZeRO stage 1 over lt.distributed
 }

@@ -50,7 +50,9 @@ local function deserialise(text, what)
 end
 
 -- Writes model, optimizer, scheduler and scaler (a GradScaler; all three
--- optional) and epoch to path.
+-- optional) and epoch to path; with parts.write == false only gathers them
+-- (the ranks of a distributed run all take part in a sharded optimizer's
+-- state_dict, and rank 0 alone writes).
 function training.save_checkpoint(path, parts)
   local tensors, meta = {}, {epoch = tostring(parts.epoch or 0), rng = core.get_rng_state()}
   for name, t in pairs(parts.model:state_dict()) do tensors["model." .. name] = t end
@@ -73,7 +75,7 @@ function training.save_checkpoint(path, parts)
     meta.scheduler_class = getmetatable(parts.scheduler).name
   end
   if parts.scaler then meta.scaler = serialise(parts.scaler:state_dict()) end
-  core.save(path, tensors, {metadata = meta})
+  if parts.write ~= false then core.save(path, tensors, {metadata = meta}) end
 end
 
 -- Restores what save_checkpoint wrote into the given model/optimizer/
@@ -262,8 +264,9 @@ function training.fashion_loaders(opts)
     test_x, test_y = first(test_x, test_y)
   end
   local pin = training.device(opts) ~= "cpu"
+  -- distributed (recipes/distributed.lua): this rank's share of each epoch.
   local train = lt.data.DataLoader({train_x, train_y},
-    {batch_size = opts.batch_size, shuffle = true, seed = opts.seed, pin_memory = pin})
+    {batch_size = opts.batch_size, shuffle = true, seed = opts.seed, pin_memory = pin, distributed = opts.distributed})
   local test = lt.data.DataLoader({test_x, test_y}, {batch_size = 1000, pin_memory = pin})
   return train, test
 end
@@ -304,7 +307,9 @@ local function train_step(model, optimizer, x, labels, opts, scaler)
   local dtype = AMP_DTYPES[opts.amp or ""]
   local device_type = x.device == "cpu" and "cpu" or "cuda"
   local loss_of = opts.loss_of or function(xb, yb)
-    local logits = segments > 0 and lt.nn.checkpoint_sequential(model, segments, xb) or model(xb)
+    -- The Sequential itself (inside DistributedDataParallel, whose hooks
+    -- still average the gradients in the recomputing backward).
+    local logits = segments > 0 and lt.nn.checkpoint_sequential(opts.module or model, segments, xb) or model(xb)
     return F.cross_entropy(logits, yb)
   end
   local function step_loss(xb, yb)
@@ -484,7 +489,13 @@ end
 -- Batches move to training.device(opts), where the model must already be
 -- (model:to(training.device(opts)) before the optimizer is made).
 -- Prints "test accuracy 0.XXXX" last; returns it.
+-- A distributed run (recipes/distributed.lua) gives opts.rank and
+-- opts.module (the bare model inside DistributedDataParallel): every rank
+-- trains, rank 0 alone evaluates opts.module and writes the metrics and the
+-- checkpoint (of opts.module, so that it loads into a single-process run too).
 function training.fit(model, optimizer, train, test, opts)
+  local net = opts.module or model
+  local main = (opts.rank or 0) == 0
   local progress = require "lt.progress"
   local cross_entropy = require("lt.nn").functional.cross_entropy
   local prepare = opts.prepare or training.fashion_prepare
@@ -507,13 +518,13 @@ function training.fit(model, optimizer, train, test, opts)
   local first_epoch = 1
   if opts.resume then
     first_epoch = training.load_checkpoint(opts.checkpoint,
-      {model = model, optimizer = optimizer, scheduler = opts.scheduler, scaler = scaler}) + 1
+      {model = net, optimizer = optimizer, scheduler = opts.scheduler, scaler = scaler}) + 1
     print(("resumed from %s after epoch %d"):format(opts.checkpoint, first_epoch - 1))
   end
   if opts.estimate then return training.print_estimate(model, optimizer, train, opts, scaler) end
   local steps_per_epoch = #train
-  local log = training.metrics_log(opts, {device = device, first_epoch = first_epoch,
-    steps_per_epoch = steps_per_epoch, train = train, test = test})
+  local log = main and training.metrics_log(opts, {device = device, first_epoch = first_epoch,
+    steps_per_epoch = steps_per_epoch, train = train, test = test}) or nil
   -- "eval" padded to the width of "epoch 10/10", so that the bars line up.
   local width = #("epoch %d/%d"):format(opts.epochs, opts.epochs)
   local eval_label = ("%-" .. width .. "s"):format("eval")
@@ -547,8 +558,10 @@ function training.fit(model, optimizer, train, test, opts)
     local train_seconds = bar:close()
     core.memory.mark("evaluate")
     local test_loss, eval_seconds
-    accuracy, test_loss, eval_seconds = training.evaluate(model, test, prepare, cross_entropy, device,
-      {progress = eval_label})
+    if main then
+      accuracy, test_loss, eval_seconds = training.evaluate(net, test, prepare, cross_entropy, device,
+        {progress = eval_label})
+    end
     core.memory.mark("evaluated")
     if log then
       log:epoch({step = epoch * steps_per_epoch, epoch = epoch, epoch_mean_loss = mean_loss,
@@ -557,12 +570,13 @@ function training.fit(model, optimizer, train, test, opts)
     end
     if opts.scheduler then opts.scheduler:step() end
     if opts.checkpoint ~= "" then
-      training.save_checkpoint(opts.checkpoint,
-        {model = model, optimizer = optimizer, scheduler = opts.scheduler, scaler = scaler, epoch = epoch})
+      training.save_checkpoint(opts.checkpoint, {model = net, optimizer = optimizer, scheduler = opts.scheduler,
+        scaler = scaler, epoch = epoch, write = main})
     end
   end
   if log then log:close() end
-  accuracy = accuracy or training.evaluate(model, test, prepare, nil, device, {progress = eval_label})
+  if not main then return nil end
+  accuracy = accuracy or training.evaluate(net, test, prepare, nil, device, {progress = eval_label})
   print(("test accuracy %.4f"):format(accuracy))
   return accuracy
 end
