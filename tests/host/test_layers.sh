@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The engine's directories are layers (docs/ARCHITECTURE.md): core/ (tensor, storage,
 # dtype, device, errors, threads) sits below everything but the allocator, so its
-# objects call nothing of ops/, autograd/, cpu/, cuda/ or io/, and its sources include
+# objects call nothing of ops/, autograd/, cpu/, cuda/, io/ or dist/, and its sources include
 # none of their headers. lt/cuda.h has one implementation, core/cuda_hooks.c, whose
 # hooks a CUDA build, the emulator and the simulated device install; and one table of
 # kernels per device type is registered, in one place (ops/backend_select.c).
@@ -36,7 +36,7 @@ else
   else fail "core's objects call layers above them: $above"; fi
 fi
 
-includes=$(grep -HnE '#include "(autograd|ops|cpu|cuda|io)/|#include "lt/(ops|autograd|rng|print|index|nn|optim|io)\.h"' \
+includes=$(grep -HnE '#include "(autograd|ops|cpu|cuda|io|dist)/|#include "lt/(ops|autograd|rng|print|index|nn|optim|io|distributed)\.h"' \
            engine/core/*.c engine/core/*.h | grep -vE 'core/(backend|nn_backend|optim_backend|device_kernels)\.h:')
 if [[ -z $includes ]]; then ok "core's sources include no header of a layer above"
 else fail "core's sources include headers of layers above: $includes"; fi
