@@ -520,6 +520,55 @@ static int optim_unscale_calls(lua_State *L) {
   return 0;
 }
 
+/* The tensors of the list at idx into a scratch array pushed on the stack:
+ * the list's own tensors, or with of_params each parameter's .grad (no Lua
+ * handle), parameters without one skipped. *n gets the count. */
+static lt_tensor **foreach_list(lua_State *L, int idx, bool of_params, const char *op, int64_t *n) {
+  const int64_t len = list_len(L, idx, op, "tensors");
+  lt_tensor **ts = scratch(L, len, 1);
+  read_tensors(L, idx, len, op, "tensors", ts);
+  int64_t k = 0;
+  for (int64_t i = 0; i < len; i++) {
+    lt_tensor *t = of_params ? ts[i]->grad : ts[i];
+    if (t) ts[k++] = t;
+  }
+  *n = k;
+  return ts;
+}
+
+/* norm_many(tensors, p[, of_params]): lt_foreach_norm over the list (with
+ * of_params, over the parameters' gradients; see foreach_list), a new 0-dim
+ * tensor; nil when the list leaves nothing to take the norm of. */
+static int optim_norm_many(lua_State *L) {
+  const char *op = "foreach_norm";
+  lua_settop(L, 3); /* the scratch userdata goes above the arguments */
+  const double p = ltb_check_number(L, 2, op, "p");
+  int64_t n;
+  lt_tensor **ts = foreach_list(L, 1, lua_toboolean(L, 3), op, &n);
+  if (n == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  ltb_handle *h = ltb_new_handle(L);
+  lt_tensor *out = NULL;
+  lt_status st = lt_foreach_norm(n, ts, p, &out);
+  return ltb_finish(L, h, st, out);
+}
+
+/* scale_many(tensors, scalar[, of_params]): lt_foreach_mul_ over the list
+ * (with of_params, the parameters' gradients), by a one-element tensor. */
+static int optim_scale_many(lua_State *L) {
+  const char *op = "foreach_mul_";
+  lua_settop(L, 3);
+  lt_tensor *scalar = ltb_check_tensor(L, 2, op);
+  int64_t n;
+  lt_tensor **ts = foreach_list(L, 1, lua_toboolean(L, 3), op, &n);
+  if (n == 0) return 0;
+  lt_status st = lt_foreach_mul_(n, ts, scalar);
+  if (st != LT_OK) return ltb_raise(L, st);
+  return 0;
+}
+
 static const luaL_Reg optim_functions[] = {
     {"sgd_step", optim_sgd_step},
     {"adam_step", optim_adam_step},
@@ -531,6 +580,8 @@ static const luaL_Reg optim_functions[] = {
     {"adagrad_calls", optim_adagrad_calls},
     {"unscale_many", optim_unscale_many},
     {"unscale_calls", optim_unscale_calls},
+    {"norm_many", optim_norm_many},
+    {"scale_many", optim_scale_many},
     {"has_grad", optim_has_grad},
     {NULL, NULL},
 };

@@ -46,6 +46,9 @@ typedef struct lt_nn_attn_geom {
   int64_t q_stride[LT_MAX_DIMS], k_stride[LT_MAX_DIMS], v_stride[LT_MAX_DIMS],
       mask_stride[LT_MAX_DIMS];
   int64_t mask_row, mask_col;
+  /* Row strides of q, k, v in elements: e, e and ev for contiguous rows;
+   * others only where the backend has attention_strided (see below). */
+  int64_t q_ld, k_ld, v_ld;
   lt_nn_attn_mask mask;
   bool causal; /* key j > query i removed */
   double scale;
@@ -184,6 +187,11 @@ typedef struct lt_nn_backend {
                                   const lt_tensor *go, const lt_tensor *q, const lt_tensor *k,
                                   const lt_tensor *v, const lt_tensor *out, const lt_tensor *lse,
                                   const lt_tensor *mask, const lt_nn_attn_geom *g);
+  /* attention and attention_backward read q, k and v where they lie: any
+   * batch strides and row strides (q_ld, k_ld, v_ld) over rows of contiguous
+   * elements, as the heads of a [B, T, 3C] projection split by chunk and
+   * transposed are, instead of ops/ copying each to contiguous first. */
+  bool attention_strided;
 } lt_nn_backend;
 
 /* The nn kernels for dev's type, or NULL when it has none. */

@@ -58,6 +58,13 @@ typedef struct lt_optim_backend {
   lt_status (*adagrad_many)(int64_t n, lt_tensor *const *params, lt_tensor *const *grads,
                             lt_tensor *const *sums, const double *clrs,
                             const lt_adagrad_options *o);
+  /* lt_foreach_norm's kernel: out (0-dim, ts[0]'s dtype) = the p-norm of
+   * every element of ts (contiguous, floating, dtypes may differ; empty
+   * ones allowed), p > 0 or INFINITY, summed in double. */
+  lt_status (*norm_many)(int64_t n, lt_tensor *const *ts, double p, lt_tensor *out);
+  /* lt_foreach_mul_'s kernel: ts[i] *= the value of scalar (one element, a
+   * floating dtype, read on the device) for contiguous, distinct ts. */
+  lt_status (*scale_many)(int64_t n, lt_tensor *const *ts, const lt_tensor *scalar);
 } lt_optim_backend;
 
 /* The optimizer kernels for dev's type, or NULL when it has none. */

@@ -51,7 +51,8 @@ NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, lt_dtype dt) 
 /* float32: the same formulas in float, with cpu_vmath.h's tanh and exp and its erf made for
  * GELU (vm_erff_gelu), so that the loops vectorise (PyTorch computes float32 GELU in float
  * too); the approximation is chosen once per range, outside the loops. The erf form is
- * written x/2 (1 + erf) as in double, so that -inf gives NaN and large negative x -0. */
+ * written x/2 (1 + erf) as in double, so that -inf gives NaN and large negative x -0.
+ * The derivative's exp(-x^2/2) never has a positive argument: vm_expf_neg. */
 NN_INLINE void gelu_f32(const act_job *j, int64_t i0, int64_t i1) {
   const float *x = j->x;
   float *o = j->out;
@@ -79,7 +80,7 @@ NN_INLINE void gelu_backward_f32(const act_job *j, int64_t i0, int64_t i1) {
   } else {
     for (int64_t i = i0; i < i1; i++) {
       const float v = x[i];
-      o[i] = go[i] * (0.5f * (1.0f + vm_erff_gelu(v * h)) + v * inv_sqrt_2pi * vm_expf(-0.5f * v * v));
+      o[i] = go[i] * (0.5f * (1.0f + vm_erff_gelu(v * h)) + v * inv_sqrt_2pi * vm_expf_neg(-0.5f * v * v));
     }
   }
 }

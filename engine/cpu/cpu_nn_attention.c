@@ -74,13 +74,13 @@ static void set_status(attn_job *j, lt_status st) {
 }
 
 static const char *q_row(const attn_job *j, int64_t b, int64_t i) {
-  return j->q + (size_t)(lt_nn_attn_offset(j->g, j->g->q_stride, b) + i * j->g->e) * j->es;
+  return j->q + (size_t)(lt_nn_attn_offset(j->g, j->g->q_stride, b) + i * j->g->q_ld) * j->es;
 }
 static const char *k_row(const attn_job *j, int64_t b, int64_t r) {
-  return j->k + (size_t)(lt_nn_attn_offset(j->g, j->g->k_stride, b) + r * j->g->e) * j->es;
+  return j->k + (size_t)(lt_nn_attn_offset(j->g, j->g->k_stride, b) + r * j->g->k_ld) * j->es;
 }
 static const char *v_row(const attn_job *j, int64_t b, int64_t r) {
-  return j->v + (size_t)(lt_nn_attn_offset(j->g, j->g->v_stride, b) + r * j->g->ev) * j->es;
+  return j->v + (size_t)(lt_nn_attn_offset(j->g, j->g->v_stride, b) + r * j->g->v_ld) * j->es;
 }
 /* Rows of the [nbatch, L or S, width] results and inputs. */
 static size_t row_at(const attn_job *j, int64_t b, int64_t rows, int64_t r, int64_t width) {
@@ -240,6 +240,62 @@ NN_INLINE void row_fill(void *x, int64_t n, double v, bool f64) {
   }
 }
 
+/* ---- float32 rows without dropout ----
+ * The GPT's and BERT's blocks: rows of at most ATTN_BC keys, a causal row's
+ * later keys removed. Those take no exp and no max (P is 0 there, written
+ * directly), and the rest run in F32_LANES float lanes (one AVX-512 register)
+ * summed pairwise in a fixed order, so each clone gives the same bits. */
+#define F32_LANES 16
+
+NN_INLINE float lanes_sum_f32(const float *lane) {
+  float t[F32_LANES / 2];
+  for (int l = 0; l < F32_LANES / 2; l++) t[l] = lane[l] + lane[l + F32_LANES / 2];
+  for (int w = F32_LANES / 4; w >= 1; w /= 2)
+    for (int l = 0; l < w; l++) t[l] += t[l + w];
+  return t[0];
+}
+
+/* The largest of x[0, n), NaN skipped (row_max's rule: NaN for a row of
+ * nothing else); -inf for n = 0. */
+NN_INLINE float row_max_f32(const float *x, int64_t n) {
+  float lane[F32_LANES];
+  for (int l = 0; l < F32_LANES; l++) lane[l] = -INFINITY;
+  int64_t k = 0;
+  for (; k + F32_LANES <= n; k += F32_LANES)
+    for (int l = 0; l < F32_LANES; l++) lane[l] = vm_select(x[k + l] > lane[l], x[k + l], lane[l]);
+  float m = -INFINITY;
+  for (int l = 0; l < F32_LANES; l++) m = lane[l] > m ? lane[l] : m;
+  for (; k < n; k++) m = x[k] > m ? x[k] : m;
+  if (m == -INFINITY)
+    for (k = 0; k < n; k++)
+      if (x[k] != x[k]) return NAN;
+  return m;
+}
+
+/* The sum of x[0, n) in lanes (a partial last chunk added one by one). */
+NN_INLINE float row_sum_f32(const float *x, int64_t n) {
+  float lane[F32_LANES] = {0};
+  int64_t k = 0;
+  for (; k + F32_LANES <= n; k += F32_LANES)
+    for (int l = 0; l < F32_LANES; l++) lane[l] += x[k + l];
+  float sum = lanes_sum_f32(lane);
+  for (; k < n; k++) sum += x[k];
+  return sum;
+}
+
+/* The keys of a block row that the causal mask keeps: query i sees keys up
+ * to i, so key block [j0, j0 + cols) row i keeps its first i + 1 - j0. The
+ * count is rounded up to whole lane chunks where the row has them: the keys
+ * past it hold -inf (mask_scores), which change no max and whose exp is 0,
+ * and whole chunks need no tail. */
+NN_INLINE int64_t causal_keep(const lt_nn_attn_geom *g, int64_t i, int64_t j0, int64_t cols) {
+  if (!g->causal) return cols;
+  int64_t keep = i + 1 - j0;
+  if (keep <= 0) return 0;
+  keep = (keep + F32_LANES - 1) / F32_LANES * F32_LANES;
+  return keep < cols ? keep : cols;
+}
+
 /* ---- scores ---- */
 
 /* One row of scores masked: keys whose bool mask is false become -inf, or
@@ -287,8 +343,8 @@ NN_INLINE void mask_scores(const attn_job *j, int64_t b, int64_t i0, int64_t row
 NN_INLINE lt_status score_block(const attn_job *j, int64_t b, int64_t i0, int64_t rows, int64_t j0,
                                 int64_t cols, void *s) {
   const lt_nn_attn_geom *g = j->g;
-  LT_TRY(cpu_nn_gemm(j->f64, false, true, rows, cols, g->e, g->scale, q_row(j, b, i0), g->e,
-                     k_row(j, b, j0), g->e, 0.0, s, cols));
+  LT_TRY(cpu_nn_gemm(j->f64, false, true, rows, cols, g->e, g->scale, q_row(j, b, i0), g->q_ld,
+                     k_row(j, b, j0), g->k_ld, 0.0, s, cols));
   if (j->f64)
     mask_scores(j, b, i0, rows, j0, cols, s, true);
   else
@@ -326,6 +382,40 @@ NN_INLINE void online_rows(char *s, const char *z, int64_t rows, int64_t cols, d
   }
 }
 
+/* online_rows for float32 without dropout, in passes over the block (the
+ * rows' maxima, the exponentials, the sums and rescales), so that each pass
+ * is short independent work per row that runs rows in parallel in the
+ * core, where one row's chain of max, exp and sum runs alone. Keys past
+ * keep(r) get P = 0 without an exp (the causal mask removed them). */
+NN_INLINE void online_rows_f32(const lt_nn_attn_geom *g, float *s, int64_t i0, int64_t j0,
+                               int64_t rows, int64_t cols, double *m, double *l, float *out) {
+  int64_t keep[ATTN_BR];
+  float mrow[ATTN_BR];
+  for (int64_t r = 0; r < rows; r++) {
+    keep[r] = causal_keep(g, i0 + r, j0, cols);
+    const double mx = row_max_f32(s + r * cols, keep[r]);
+    mrow[r] = (float)(mx > m[r] || mx != mx ? mx : m[r]);
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    float *srow = s + r * cols;
+    const float mr = mrow[r] == -INFINITY ? 0.0f : mrow[r]; /* all removed: exp(-inf) = 0 */
+    int64_t c = 0;
+    for (; c + F32_LANES <= keep[r]; c += F32_LANES)
+      for (int k = 0; k < F32_LANES; k++) srow[c + k] = vm_expf_neg(srow[c + k] - mr);
+    for (; c < keep[r]; c++) srow[c] = vm_expf_neg(srow[c] - mr);
+    for (; c < cols; c++) srow[c] = 0.0f;
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    if (mrow[r] == -INFINITY) continue; /* every key so far removed: P is 0, l and out too */
+    const double sum = row_sum_f32(s + r * cols, keep[r]);
+    const bool fresh = m[r] == -INFINITY; /* out's row is still zeros: nothing to rescale */
+    const double alpha = fresh ? 0.0 : vm_expf_neg((float)(m[r] - mrow[r]));
+    l[r] = l[r] * alpha + sum;
+    m[r] = mrow[r];
+    if (alpha != 1.0 && !fresh) row_scale(out + r * g->ev, g->ev, alpha, false);
+  }
+}
+
 NN_INLINE void finish_rows(int64_t rows, const double *m, const double *l, char *out, int64_t ev,
                            void *lse, bool f64) {
   for (int64_t r = 0; r < rows; r++) {
@@ -357,10 +447,12 @@ NN_INLINE void forward_unit(attn_job *j, char *region, int64_t u) {
       if (z) keep_block(j, b, i0, rows, j0, cols, z);
       if (j->f64)
         online_rows(s, z, rows, cols, m, l, out, g->ev, true);
+      else if (!z)
+        online_rows_f32(g, s, i0, j0, rows, cols, m, l, (float *)out);
       else
         online_rows(s, z, rows, cols, m, l, out, g->ev, false);
       st = cpu_nn_gemm(j->f64, false, false, rows, g->ev, cols, 1.0, s, cols, v_row(j, b, j0),
-                       g->ev, 1.0, out, g->ev);
+                       g->v_ld, 1.0, out, g->ev);
     }
     if (st != LT_OK) {
       set_status(j, st);
@@ -462,6 +554,22 @@ NN_INLINE void probabilities(char *s, const void *lse, int64_t rows, int64_t col
     row_exp_shift(s + (size_t)(r * cols) * (f64 ? 8 : 4), cols, nn_ld(lse, r, f64), f64);
 }
 
+/* probabilities for float32: keys the causal mask removed get 0 without an
+ * exp (from there on, every key of the row is removed). */
+NN_INLINE void probabilities_f32(const lt_nn_attn_geom *g, float *s, const float *lse, int64_t i0,
+                                 int64_t j0, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; r++) {
+    float *srow = s + r * cols;
+    const int64_t keep = causal_keep(g, i0 + r, j0, cols);
+    const float shift = lse[r];
+    int64_t c = 0;
+    for (; c + F32_LANES <= keep; c += F32_LANES)
+      for (int l = 0; l < F32_LANES; l++) srow[c + l] = vm_expf_neg(srow[c + l] - shift);
+    for (; c < keep; c++) srow[c] = vm_expf_neg(srow[c] - shift);
+    for (; c < cols; c++) srow[c] = 0.0f;
+  }
+}
+
 /* t (dO V^T) becomes dS = P * (dP * z - D_i). */
 NN_INLINE void score_grads(void *t, const void *p, const void *z, const void *d, int64_t rows,
                            int64_t cols, bool f64) {
@@ -506,7 +614,7 @@ NN_INLINE lt_status block_grads(const attn_job *j, int64_t b, int64_t i0, int64_
   if (j->f64)
     probabilities(s, lse, rows, cols, true);
   else
-    probabilities(s, lse, rows, cols, false);
+    probabilities_f32(g, s, (const float *)lse, i0, j0, rows, cols);
   if (z) keep_block(j, b, i0, rows, j0, cols, z);
   if (dv_first) { /* dV_j += (P z)^T dO */
     const void *pd = s;
@@ -522,7 +630,7 @@ NN_INLINE lt_status block_grads(const attn_job *j, int64_t b, int64_t i0, int64_
   }
   /* dP = dO V_j^T, then dS */
   LT_TRY(cpu_nn_gemm(j->f64, false, true, rows, cols, g->ev, 1.0, go, g->ev, v_row(j, b, j0),
-                     g->ev, 0.0, t, cols));
+                     g->v_ld, 0.0, t, cols));
   const char *d = j->d + row_at(j, b, g->l, i0, 1);
   if (j->f64)
     score_grads(t, s, z, d, rows, cols, true);
@@ -548,7 +656,7 @@ NN_INLINE void kv_unit(attn_job *j, char *region, int64_t u) {
     lt_status st = block_grads(j, b, i0, rows, j0, cols, region, gv != NULL, gv);
     if (st == LT_OK && gk) /* dK_j += scale dS^T Q */
       st = cpu_nn_gemm(j->f64, true, false, cols, g->e, rows, g->scale, region + j->block_bytes,
-                       cols, q_row(j, b, i0), g->e, 1.0, gk, g->e);
+                       cols, q_row(j, b, i0), g->q_ld, 1.0, gk, g->e);
     if (st != LT_OK) {
       set_status(j, st);
       return;
@@ -570,7 +678,7 @@ NN_INLINE void q_unit(attn_job *j, char *region, int64_t u) {
     lt_status st = block_grads(j, b, i0, rows, j0, cols, region, false, NULL);
     if (st == LT_OK) /* dQ += scale dS K_j */
       st = cpu_nn_gemm(j->f64, false, false, rows, g->e, cols, g->scale, region + j->block_bytes,
-                       cols, k_row(j, b, j0), g->e, 1.0, gq, g->e);
+                       cols, k_row(j, b, j0), g->k_ld, 1.0, gq, g->e);
     if (st != LT_OK) {
       set_status(j, st);
       return;

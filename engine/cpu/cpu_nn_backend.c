@@ -7,6 +7,7 @@ const lt_nn_backend lt_cpu_nn_backend = {
     .half_max_pool = true,
     .half_pointwise = true, /* 16-bit elements widened as read, rounded once as written */
     .half_batch_norm = true, /* 16-bit x, out, go, gx read and written as they are */
+    .attention_strided = true, /* row strides are the GEMMs' leading dimensions */
     .linear = cpu_nn_linear,
     .linear_backward = cpu_nn_linear_backward,
     .conv2d = cpu_nn_conv2d,

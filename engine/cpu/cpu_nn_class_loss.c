@@ -175,11 +175,11 @@ NN_INLINE void backward_row_f32(const class_job *j, int64_t base, int64_t y, flo
   const float soft_p = soft * (float)wsum;
   if (eps > 0.0)
     for (int64_t c = 0; c < j->c; c++) {
-      const float p = vm_expf(z[c] - lse);
+      const float p = vm_expf_neg(z[c] - lse);
       gz[c] = hard * p + (soft_p * p - soft * (w ? w[c] : 1.0f));
     }
   else
-    for (int64_t c = 0; c < j->c; c++) gz[c] = hard * vm_expf(z[c] - lse);
+    for (int64_t c = 0; c < j->c; c++) gz[c] = hard * vm_expf_neg(z[c] - lse);
   gz[y] -= hard;
 }
 

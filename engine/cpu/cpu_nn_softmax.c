@@ -111,7 +111,7 @@ NN_INLINE void softmax_backward_rows_f32(const softmax_job *j, int64_t r0, int64
     float *gx = (float *)j->out + r * n;
     const float dot = (float)row_dot_f32(go, j->log ? NULL : y, n);
     if (j->log)
-      for (int64_t k = 0; k < n; k++) gx[k] = go[k] - vm_expf(y[k]) * dot;
+      for (int64_t k = 0; k < n; k++) gx[k] = go[k] - vm_expf_neg(y[k]) * dot;
     else
       for (int64_t k = 0; k < n; k++) gx[k] = y[k] * (go[k] - dot);
   }

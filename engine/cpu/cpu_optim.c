@@ -13,6 +13,7 @@
 #include "core/optim_backend.h"
 #include "cpu/cpu_clones.h"
 #include "cpu/cpu_convert.h"
+#include "cpu/cpu_foreach.h"
 #include "lt/threads.h"
 
 /* Elements per task: below this a parameter is updated by one thread. */
@@ -484,4 +485,6 @@ const lt_optim_backend lt_cpu_optim_backend = {
     .unscale_many = cpu_unscale_many,
     .rmsprop_many = cpu_rmsprop_many,
     .adagrad_many = cpu_adagrad_many,
+    .norm_many = cpu_norm_many,
+    .scale_many = cpu_scale_many,
 };

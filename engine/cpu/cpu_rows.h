@@ -124,13 +124,13 @@ NN_INLINE double row_centered_squares_f32(const float *a, int64_t n, float mean)
 NN_INLINE void exp_chunk(float *restrict lane, float *restrict e, const float *restrict c,
                          float m, int skip) {
   for (int l = 0; l < ROW_LANES; l++) {
-    e[l] = vm_expf(c[l] - m);
+    e[l] = vm_expf_neg(c[l] - m);
     lane[l] += l < skip ? 0.0f : e[l];
   }
 }
 
 /* sum over k of exp(x[k] - m), storing each exponential in y[k] when y is not NULL (y may
- * not overlap x). */
+ * not overlap x). m is the row's maximum, so x[k] - m <= 0: vm_expf_neg. */
 NN_INLINE double row_exp_sum_f32(const float *x, float *y, int64_t n, float m) {
   float lane[ROW_LANES] = {0}, buf[ROW_LANES], e[ROW_LANES];
   double total = 0.0;

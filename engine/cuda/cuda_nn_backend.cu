@@ -35,4 +35,5 @@ extern const lt_nn_backend cuda_nn_backend = {
     /* half_pointwise */ false, // gelu and softmax read float32: ops/ converts 16-bit
     /* attention */ cuda_nn_attention,
     /* attention_backward */ cuda_nn_attention_backward,
+    /* attention_strided */ false, // the kernels index rows by E and Ev: ops/ makes q, k, v contiguous
 };

@@ -1,5 +1,5 @@
-// The CUDA optimizer table: SGD, Adam/AdamW, RMSprop, Adagrad and
-// GradScaler's unscale, each over a list of tensors with few launches (multi-tensor apply, as PyTorch's
+// The CUDA optimizer table: SGD, Adam/AdamW, RMSprop, Adagrad,
+// GradScaler's unscale and the foreach norm and scale, each over a list of tensors with few launches (multi-tensor apply, as PyTorch's
 // foreach kernels): a launch gets up to MAX tensors' pointers and sizes and a
 // table of chunks (tensor slot, chunk number) in its parameter struct, one
 // block per chunk, and a list longer than that takes several launches. The
@@ -509,6 +509,140 @@ static lt_status cuda_unscale_many(int64_t n, lt_tensor *const *grads, float inv
   return LT_OK;
 }
 
+// ---- foreach norm and scale (lt_foreach_norm, lt_foreach_mul_) ----
+
+#define NORM_THREADS 256
+
+// How |x| is folded: a sum of squares (p = 2), of magnitudes (1), of p-th
+// powers, or the largest (inf; NaN wins, as max).
+enum norm_fold { NORM_SQUARES, NORM_ABS, NORM_POW, NORM_MAX };
+
+__device__ inline double norm_combine(int fold, double a, double b) {
+  if (fold != NORM_MAX) return a + b;
+  return (b > a || b != b) ? b : a;
+}
+
+__device__ inline double norm_term(int fold, double x, double p) {
+  const double a = fabs(x);
+  return fold == NORM_SQUARES ? x * x : fold == NORM_POW ? pow(a, p) : a;
+}
+
+// The block's threads' values combined in a fixed tree; thread 0 gets it.
+__device__ inline double norm_block_reduce(int fold, double v) {
+  __shared__ double part[NORM_THREADS];
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = NORM_THREADS / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) part[threadIdx.x] = norm_combine(fold, part[threadIdx.x], part[threadIdx.x + w]);
+    __syncthreads();
+  }
+  return part[0];
+}
+
+// One chunk of one tensor per block, folded in double into partial[block]
+// (the same order on every run: no atomics).
+template <int DT>
+__global__ void norm_kernel(optim_list<1> l, int fold, double p, double *partial) {
+  const int ES = optim_elem<DT>::size;
+  int64_t begin, end;
+  const int slot = chunk_range(l, &begin, &end);
+  const char *x = l.ptr[0][slot];
+  double acc = 0.0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    acc = norm_combine(fold, acc, norm_term(fold, cuda_load<double>(x + i * ES, DT), p));
+  acc = norm_block_reduce(fold, acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+// One block: the partials combined, the root taken, the result stored.
+__global__ void norm_finish_kernel(const double *partial, int64_t count, int fold, double p,
+                                   char *out, int out_dtype) {
+  double acc = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) acc = norm_combine(fold, acc, partial[i]);
+  acc = norm_block_reduce(fold, acc);
+  if (threadIdx.x != 0) return;
+  const double r = fold == NORM_SQUARES ? sqrt(acc) : fold == NORM_POW ? pow(acc, 1.0 / p) : acc;
+  cuda_store<double>(out, out_dtype, r);
+}
+
+template <int DT>
+static lt_status norm_launch(const optim_list<1> &l, int fold, double p, double *partial,
+                             int nblocks) {
+  norm_kernel<DT><<<nblocks, NORM_THREADS, 0, cuda_stream()>>>(l, fold, p, partial);
+  return cuda_check_launch("foreach_norm", "norm_kernel");
+}
+
+static lt_status cuda_norm_many(int64_t n, lt_tensor *const *ts, double p, lt_tensor *out) {
+  cuda_device_guard guard(out->storage->device);
+  const int fold = p == 2.0 ? NORM_SQUARES : p == 1.0 ? NORM_ABS : p == HUGE_VAL ? NORM_MAX : NORM_POW;
+  int64_t chunks = 0; // one partial each
+  for (int64_t i = 0; i < n; i++) chunks += (lt_numel(ts[i]) + OPTIM_CHUNK - 1) / OPTIM_CHUNK;
+  cuda_workspace ws; // given back at scope end: safe on the stream it was taken on
+  if (chunks > 0) LT_TRY(ws.get(out->storage->device, (size_t)chunks * sizeof(double)));
+  double *partial = (double *)ws.ptr;
+  int64_t done = 0; // partials written by the launches so far
+  optim_list<1> l;
+  for (lt_dtype dt : optim_dtypes) {
+    auto fill = [&](int slot, int64_t i) { l.ptr[0][slot] = cuda_bytes(ts[i]); };
+    auto move = [&](int to, int from) { l.ptr[0][to] = l.ptr[0][from]; };
+    auto launch = [&](int nblocks) -> lt_status {
+      double *at = partial + done;
+      done += nblocks;
+      switch (dt) {
+        case LT_FLOAT32: return norm_launch<LT_FLOAT32>(l, fold, p, at, nblocks);
+        case LT_FLOAT64: return norm_launch<LT_FLOAT64>(l, fold, p, at, nblocks);
+        case LT_FLOAT16: return norm_launch<LT_FLOAT16>(l, fold, p, at, nblocks);
+        default: return norm_launch<LT_BFLOAT16>(l, fold, p, at, nblocks);
+      }
+    };
+    LT_TRY(pack_and_launch(l, n, ts, dt, fill, move, launch));
+  }
+  norm_finish_kernel<<<1, NORM_THREADS, 0, cuda_stream()>>>(partial, done, fold, p, cuda_bytes(out),
+                                                            (int)out->dtype);
+  return cuda_check_launch("foreach_norm", "norm_finish_kernel");
+}
+
+// x *= the scalar, read on the device (no host synchronisation): in float for
+// float32 and the 16-bit types, in double for float64, as mul_.
+template <int DT>
+__global__ void scale_kernel(optim_list<1> l, const char *scalar, int scalar_dtype) {
+  typedef typename optim_elem<DT>::C C;
+  const int ES = optim_elem<DT>::size;
+  int64_t begin, end;
+  const int slot = chunk_range(l, &begin, &end);
+  char *x = l.ptr[0][slot];
+  const C c = cuda_load<C>(scalar, scalar_dtype);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    cuda_store<C>(x + i * ES, DT, op_mul(cuda_load<C>(x + i * ES, DT), c));
+}
+
+template <int DT>
+static lt_status scale_launch(const optim_list<1> &l, const char *s, int sdt, int nblocks) {
+  scale_kernel<DT><<<nblocks, CUDA_THREADS, 0, cuda_stream()>>>(l, s, sdt);
+  return cuda_check_launch("foreach_mul_", "scale_kernel");
+}
+
+static lt_status cuda_scale_many(int64_t n, lt_tensor *const *ts, const lt_tensor *scalar) {
+  cuda_device_guard guard(ts[0]->storage->device);
+  const char *s = cuda_bytes(scalar);
+  const int sdt = (int)scalar->dtype;
+  optim_list<1> l;
+  for (lt_dtype dt : optim_dtypes) {
+    auto fill = [&](int slot, int64_t i) { l.ptr[0][slot] = cuda_bytes(ts[i]); };
+    auto move = [&](int to, int from) { l.ptr[0][to] = l.ptr[0][from]; };
+    auto launch = [&](int nblocks) -> lt_status {
+      switch (dt) {
+        case LT_FLOAT32: return scale_launch<LT_FLOAT32>(l, s, sdt, nblocks);
+        case LT_FLOAT64: return scale_launch<LT_FLOAT64>(l, s, sdt, nblocks);
+        case LT_FLOAT16: return scale_launch<LT_FLOAT16>(l, s, sdt, nblocks);
+        default: return scale_launch<LT_BFLOAT16>(l, s, sdt, nblocks);
+      }
+    };
+    LT_TRY(pack_and_launch(l, n, ts, dt, fill, move, launch));
+  }
+  return LT_OK;
+}
+
 extern const lt_optim_backend cuda_optim_backend = {
     /* name */ "cuda",
     /* sgd_many */ cuda_sgd_many,
@@ -516,4 +650,6 @@ extern const lt_optim_backend cuda_optim_backend = {
     /* unscale_many */ cuda_unscale_many,
     /* rmsprop_many */ cuda_rmsprop_many,
     /* adagrad_many */ cuda_adagrad_many,
+    /* norm_many */ cuda_norm_many,
+    /* scale_many */ cuda_scale_many,
 };

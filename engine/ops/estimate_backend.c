@@ -252,6 +252,7 @@ const lt_nn_backend *lt_estimate_nn_backend(lt_device_type type, const lt_nn_bac
       .half_batch_norm = real->half_batch_norm,
       .half_max_pool = real->half_max_pool,
       .half_pointwise = real->half_pointwise,
+      .attention_strided = real->attention_strided,
       .linear = e_linear,
       .linear_backward = e_linear_backward,
       .conv2d = e_conv2d,
@@ -318,6 +319,11 @@ E_NO_WORK(e_adagrad_many,
            const double *clrs, const lt_adagrad_options *o),
           (void)n; (void)params; (void)grads; (void)sums; (void)clrs; (void)o)
 
+E_NO_WORK(e_norm_many, (int64_t n, lt_tensor *const *ts, double p, lt_tensor *out),
+          (void)n; (void)ts; (void)p; (void)out)
+E_NO_WORK(e_scale_many, (int64_t n, lt_tensor *const *ts, const lt_tensor *scalar),
+          (void)n; (void)ts; (void)scalar)
+
 static const lt_optim_backend estimate_optim = {
     .name = "estimate",
     .sgd_many = e_sgd_many,
@@ -325,6 +331,8 @@ static const lt_optim_backend estimate_optim = {
     .unscale_many = e_unscale_many,
     .rmsprop_many = e_rmsprop_many,
     .adagrad_many = e_adagrad_many,
+    .norm_many = e_norm_many,
+    .scale_many = e_scale_many,
 };
 
 const lt_optim_backend *lt_estimate_optim_backend(void) { return &estimate_optim; }

@@ -1,6 +1,7 @@
 /* scaled_dot_product_attention: checks, the broadcast batch, the dropout
  * draw and dispatch to the attention kernels (core/nn_backend.h). The
- * kernels see each operand contiguous in its own shape and reach a batch
+ * kernels see each operand contiguous in its own shape (q, k and v, on a
+ * backend with attention_strided, in their own strides) and reach a batch
  * entry through strides, so a mask broadcast over heads or queries (a key
  * padding mask [N, 1, 1, S]) is read where it lies: nothing of L x S size is
  * ever made here, only [..., L, Ev] outputs and the [..., L] log-sum-exp.
@@ -159,18 +160,28 @@ static lt_status check_attention(const char *op, const lt_tensor *q, const lt_te
   return LT_OK;
 }
 
-/* The operands' strides for the kernels, from their (contiguous) shapes. */
+/* An operand's batch strides against the broadcast batch (0 where it
+ * broadcasts) and its row stride, read from the tensor as prepared: its
+ * contiguous copy, or itself where the kernels read it in place. */
+static void operand_geometry(const lt_nn_attn_geom *g, const lt_tensor *t, int64_t width,
+                             int64_t *stride, int64_t *ld) {
+  const int lead = g->nb + 2 - t->ndim;
+  for (int d = 0; d < g->nb; d++) {
+    const int td = d - lead;
+    stride[d] = (td < 0 || (t->shape[td] == 1 && g->batch[d] != 1)) ? 0 : t->stride[td];
+  }
+  *ld = t->shape[t->ndim - 2] == 1 ? width : t->stride[t->ndim - 2];
+}
+
+/* The operands' strides for the kernels. */
 static void operand_strides(lt_nn_attn_geom *g, const lt_tensor *q, const lt_tensor *k,
                             const lt_tensor *v, const lt_tensor *mask) {
-  const int n = g->nb + 2;
-  int64_t shape[LT_MAX_DIMS];
-  const lt_tensor *ops[3] = {q, k, v};
-  int64_t *strides[3] = {g->q_stride, g->k_stride, g->v_stride};
-  for (int i = 0; i < 3; i++) {
-    padded_shape(ops[i], n, shape);
-    batch_strides(shape, n, g->nb, g->batch, strides[i]);
-  }
+  operand_geometry(g, q, g->e, g->q_stride, &g->q_ld);
+  operand_geometry(g, k, g->e, g->k_stride, &g->k_ld);
+  operand_geometry(g, v, g->ev, g->v_stride, &g->v_ld);
   if (mask) {
+    const int n = g->nb + 2;
+    int64_t shape[LT_MAX_DIMS];
     padded_shape(mask, n, shape);
     batch_strides(shape, n, g->nb, g->batch, g->mask_stride);
     g->mask_row = shape[n - 2] == 1 ? 0 : shape[n - 1];
@@ -178,14 +189,39 @@ static void operand_strides(lt_nn_attn_geom *g, const lt_tensor *q, const lt_ten
   }
 }
 
+/* Whether the kernels can read t where it lies (backends with
+ * attention_strided): the compute dtype, each row's elements contiguous, rows
+ * at least a row apart (a GEMM's leading dimension). The heads of a chunked
+ * [B, T, 3C] projection, transposed to [B, nh, T, hs], are, so attention
+ * makes no copies of q, k and v in forward or backward. */
+static bool readable_in_place(const lt_tensor *t, lt_dtype ct) {
+  const int n = t->ndim;
+  const int64_t width = t->shape[n - 1], rows = t->shape[n - 2];
+  if (t->dtype != ct || (width > 1 && t->stride[n - 1] != 1) || (rows > 1 && t->stride[n - 2] < width))
+    return false;
+  for (int d = 0; d < n; d++)
+    if (t->stride[d] < 0) return false;
+  return true;
+}
+
+static lt_status prepare_operand(nn_scope *s, const lt_nn_backend *be, const lt_tensor *t,
+                                 lt_dtype ct, lt_tensor **out) {
+  if (be->attention_strided && readable_in_place(t, ct)) {
+    lt_tensor_retain((lt_tensor *)t);
+    *out = nn_hold(s, (lt_tensor *)t);
+    return LT_OK;
+  }
+  return nn_prepare(s, t, ct, out);
+}
+
 /* q, k, v (and the mask) as the kernels take them, held by s. */
-static lt_status prepare_operands(nn_scope *s, const lt_tensor *q, const lt_tensor *k,
-                                  const lt_tensor *v, const lt_tensor *mask, lt_dtype ct,
-                                  lt_tensor **qc, lt_tensor **kc, lt_tensor **vc,
+static lt_status prepare_operands(nn_scope *s, const lt_nn_backend *be, const lt_tensor *q,
+                                  const lt_tensor *k, const lt_tensor *v, const lt_tensor *mask,
+                                  lt_dtype ct, lt_tensor **qc, lt_tensor **kc, lt_tensor **vc,
                                   lt_tensor **mc) {
-  LT_TRY(nn_prepare(s, q, ct, qc));
-  LT_TRY(nn_prepare(s, k, ct, kc));
-  LT_TRY(nn_prepare(s, v, ct, vc));
+  LT_TRY(prepare_operand(s, be, q, ct, qc));
+  LT_TRY(prepare_operand(s, be, k, ct, kc));
+  LT_TRY(prepare_operand(s, be, v, ct, vc));
   return nn_prepare(s, mask, mask && mask->dtype == LT_BOOL ? LT_BOOL : ct, mc);
 }
 
@@ -209,7 +245,7 @@ static lt_status attention_forward(const lt_tensor *q, const lt_tensor *k, const
   const lt_dtype ct = nn_compute_dtype(q->dtype);
   nn_scope s = {0};
   lt_tensor *qc, *kc, *vc, *mc, *r = NULL, *ls = NULL;
-  lt_status st = prepare_operands(&s, q, k, v, o->attn_mask, ct, &qc, &kc, &vc, &mc);
+  lt_status st = prepare_operands(&s, be, q, k, v, o->attn_mask, ct, &qc, &kc, &vc, &mc);
   if (st == LT_OK) st = nn_result(&s, p.out_shape, p.ndim, ct, dev, &r);
   if (st == LT_OK) st = nn_result(&s, p.lse_shape, p.ndim - 1, ct, dev, &ls);
   if (st == LT_OK) {
@@ -309,7 +345,7 @@ lt_status lt_scaled_dot_product_attention_backward(
   nn_scope s = {0};
   lt_tensor *qc, *kc, *vc, *mc, *goc = NULL, *oc = NULL, *lc = NULL, *gq = NULL, *gk = NULL,
                                    *gv = NULL;
-  lt_status st = prepare_operands(&s, q, k, v, o->attn_mask, ct, &qc, &kc, &vc, &mc);
+  lt_status st = prepare_operands(&s, be, q, k, v, o->attn_mask, ct, &qc, &kc, &vc, &mc);
   if (st == LT_OK) st = nn_prepare(&s, grad_out, ct, &goc);
   if (st == LT_OK) st = nn_prepare(&s, out, ct, &oc);
   if (st == LT_OK) st = nn_prepare(&s, logsumexp, ct, &lc);

@@ -1,6 +1,7 @@
-/* cpu/cpu_vmath.h's float32 exp, tanh and erf against double libm rounded to float, over
- * every 251st bit pattern of the float range (both signs, subnormals, inf, NaN) and densely
- * where each switches formula: at most 2 ulp apart everywhere, the limits exact. */
+/* cpu/cpu_vmath.h's float32 exp, tanh and erf (and softmax's exp of x <= 0) against double
+ * libm rounded to float, over every 251st bit pattern of the float range (both signs,
+ * subnormals, inf, NaN) and densely where each switches formula: at most 2 ulp apart
+ * everywhere, the limits exact. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,18 @@ static void sweep_gelu_erf(void) {
   CHECK(worst <= 4e-7);
 }
 
+/* vm_expf_neg on its domain, softmax's x - max in [-87, 0]: every 13th float (all of
+ * their exponents and the polynomial's whole range many times over), 2 ulp. */
+static void sweep_exp_neg(void) {
+  worst w = {0, 0.0f};
+  for (uint32_t u = vm_bits(-0.0f); u <= vm_bits(-87.0f); u += 13) {
+    const float x = vm_from_bits(u);
+    consider(&w, x, vm_expf_neg(x), exp(x));
+  }
+  printf("exp for x <= 0: worst %lld ulp at %.9g\n", (long long)w.ulps, w.x);
+  CHECK(w.ulps <= 2);
+}
+
 static float vexp(float x) { return vm_expf(x); }
 static float vtanh(float x) { return vm_tanhf(x); }
 static float verf(float x) { return vm_erff(x); }
@@ -74,6 +87,9 @@ int main(void) {
   sweep("tanh", vtanh, tanh);
   sweep("erf", verf, erf);
   sweep_gelu_erf();
+  sweep_exp_neg();
+  CHECK(vm_expf_neg(0.0f) == 1.0f && vm_expf_neg(-INFINITY) == 0.0f && vm_expf_neg(-88.0f) == 0.0f &&
+        isnan(vm_expf_neg(NAN)));
   CHECK(vm_erff_gelu(INFINITY) == 1.0f && vm_erff_gelu(-INFINITY) == -1.0f &&
         vm_erff_gelu(4.0f) == 1.0f && isnan(vm_erff_gelu(NAN)) && signbit(vm_erff_gelu(-0.0f)));
   CHECK(vm_expf(INFINITY) == INFINITY && vm_expf(-INFINITY) == 0.0f && vm_expf(100.0f) == INFINITY);

@@ -594,6 +594,32 @@ local function add_grad_scaler(add, dtype)
   end
 end
 
+-- clip_grad_norm_: the foreach norm over a list (sizes across the CUDA chunk
+-- of 65536 elements, one empty) and the in-place scale by the clamped
+-- coefficient, for each norm order; the result is the total and the scaled
+-- gradients in one tensor.
+local function add_clip_grad_norm(add, dtype)
+  local function clipped(norm_type)
+    return function(g1, g2, g3)
+      local params = {}
+      for i, g in ipairs {g1, g2, g3} do
+        params[i] = lt.zeros(g.shape, {dtype = dtype, device = g.device}):requires_grad_(true)
+        params[i].grad = g:clone()
+      end
+      local total = lt.nn.utils.clip_grad_norm_(params, 0.5, {norm_type = norm_type})
+      local parts = {total:reshape(1):float()}
+      for i, p in ipairs(params) do parts[i + 1] = p.grad:reshape(-1):float() end
+      return lt.cat(parts)
+    end
+  end
+  for _, norm_type in ipairs {2, 1, 3, math.huge} do
+    add("clip_grad_norm_p" .. tostring(norm_type), function()
+      return compare(clipped(norm_type), {lt.randn({9, 5}, {dtype = dtype}),
+        lt.randn({70001}, {dtype = dtype}), lt.zeros({0}, {dtype = dtype})})
+    end)
+  end
+end
+
 -- Integer and bool tensors: every op of the table that keeps their dtype
 -- (float-only ops promote to float32, as the float cases run them), where
 -- the CPU takes that dtype at all; second operands from 1 to 4, so that no
@@ -665,6 +691,7 @@ function cases.run(opts)
     add_sort_scatter(add, dtype)
     if dtype ~= "float16" then add_optim(add, dtype) end
     if dtype ~= "float16" then add_grad_scaler(add, dtype) end -- PyTorch's refuses float16 gradients
+    add_clip_grad_norm(add, dtype)
   end
   for _, dtype in ipairs {"int64", "int32", "uint8", "bool"} do
     add_integer(function(name, fn) add_row(dtype, name, fn) end, dtype)
@@ -703,6 +730,7 @@ local KERNEL_CASES = {
   attention = {"^attention"}, attention_backward = {"^attention"},
   sgd_many = {"^optim_SGD$"}, adam_many = {"^optim_Adam"}, unscale_many = {"^grad_scaler_unscale"},
   rmsprop_many = {"^optim_RMSprop$"}, adagrad_many = {"^optim_Adagrad$"},
+  norm_many = {"^clip_grad_norm_"}, scale_many = {"^clip_grad_norm_"},
 }
 -- The reductions of lt_reduce_op (LT_REDUCE_SUM, ...) and their cases.
 local REDUCE_CASES = {SUM = "^sum", MEAN = "^mean_first$", PROD = "^prod$"}

@@ -219,6 +219,34 @@ describe("gradients by finite differences (float64)", function()
   end)
 end)
 
+describe("strided operands", function()
+  -- q, k, v as a GPT's attention makes them: one [B, T, 3C] projection chunked
+  -- and split into heads (row stride 3C, head stride hs), a value broadcast
+  -- over the batch (stride 0), read where they lie on the CPU; the same as
+  -- from contiguous copies, gradients included.
+  it("gives what contiguous copies give, forward and backward", function()
+    lt.manual_seed(3)
+    local B, T, H, hs = 2, 37, 3, 5
+    local function run(contiguous)
+      lt.manual_seed(4)
+      local x = lt.randn({ B, T, 3 * H * hs }, { requires_grad = true })
+      local vb = lt.randn({ 1, H, T, hs }, { requires_grad = true })
+      local parts = x:chunk(3, -1)
+      local function heads(t) return t:view(B, T, H, hs):transpose(2, 3) end
+      local q, k, v = heads(parts[1]), heads(parts[2]), vb:expand(B, H, T, hs)
+      if contiguous then q, k, v = q:contiguous(), k:contiguous(), v:contiguous() end
+      local out = F.scaled_dot_product_attention(q, k, v, { is_causal = true })
+      out:backward(lt.randn(out.shape))
+      return out, x.grad, vb.grad
+    end
+    local a, b = { run(false) }, { run(true) }
+    for i, what in ipairs { "output", "x.grad", "value grad" } do
+      local err = (a[i] - b[i]):abs():max():item()
+      assert.is_true(err <= 1e-6, ("%s differs by %g"):format(what, err))
+    end
+  end)
+end)
+
 describe("dropout on the attention probabilities", function()
   -- q = k = 0 makes P uniform (1/S), and v = I reads P times the keep
   -- factors back: out[i, j] = z_ij / (S (1 - p)).

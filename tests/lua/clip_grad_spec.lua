@@ -117,6 +117,56 @@ describe("nn.utils gradient clipping", function()
     assert.is_true(math.abs(p.grad[1]:item() - 0.5) < 1e-3)
   end)
 
+  it("takes gradients of mixed dtypes and strides, each parameter once", function()
+    local specs = { { { 5, 7 }, "float32" }, { { 70001 }, "float32" }, { { 6 }, "float64" },
+      { { 3, 4 }, "bfloat16" }, { { 0 }, "float32" } }
+    for _, norm_type in ipairs { 2, 1, 3, math.huge } do
+      local params, want = {}, {}
+      for i, spec in ipairs(specs) do
+        params[i] = lt.zeros(spec[1], { dtype = spec[2] }):requires_grad_(true)
+        params[i].grad = lt.randn(spec[1]):to(spec[2])
+      end
+      params[1].grad = lt.randn(7, 5):t() -- a strided gradient is scaled in place
+      local sum, max = 0, 0
+      for i, p in ipairs(params) do
+        want[i] = p.grad:double():clone() -- a float64 gradient's :double() is itself
+        for _, v in ipairs(want[i]:reshape(-1):totable()) do
+          sum, max = sum + math.abs(v) ^ norm_type, math.max(max, math.abs(v))
+        end
+      end
+      local expected = norm_type == math.huge and max or sum ^ (1 / norm_type)
+      params[#params + 1] = params[2] -- listed twice: counted and scaled once
+      local total = nn.utils.clip_grad_norm_(params, 0.5, { norm_type = norm_type })
+      assert.equal("float32", total.dtype)
+      assert.is_true(math.abs(total:item() - expected) <= 1e-6 * expected,
+        string.format("norm %s: %.9g, expected %.9g", tostring(norm_type), total:item(), expected))
+      local coef = math.min(0.5 / (total:item() + 1e-6), 1)
+      for i = 1, #specs do
+        local tol = params[i].dtype == "bfloat16" and 1e-2 or 1e-6
+        local err = (params[i].grad:double() - want[i] * coef):abs()
+        assert.is_true(err:numel() == 0 or err:max():item() <= tol * coef * 4,
+          string.format("norm %s, gradient %d: error %g", tostring(norm_type), i, err:numel() > 0 and err:max():item() or 0))
+      end
+    end
+  end)
+
+  it("the foreach kernels refuse what they cannot take, before writing", function()
+    local O = require("lt.core")._optim
+    local a = lt.ones(3)
+    h.fails_cleanly(function() return O.norm_many({ a, lt.ones(2, { dtype = "int64" }) }, 2) end,
+      "foreach_norm: tensor 2 must be floating point, got int64")
+    h.fails_cleanly(function() return O.norm_many({ a }, -1) end,
+      "foreach_norm: the norm's order must be positive or inf, got -1")
+    h.fails_cleanly(function() return O.scale_many({ a }, a[1]) end,
+      "foreach_mul_: the scalar shares memory with tensor 1")
+    h.fails_cleanly(function() return O.scale_many({ a }, lt.ones(2)) end,
+      "foreach_mul_: the scalar must be one floating-point element, got 2 of float32")
+    h.fails_cleanly(function() return O.scale_many({ a, lt.ones(1):expand(4) }, lt.tensor(2.0)) end,
+      "foreach_mul_: unsupported operation: more than one element")
+    assert.same({ 1, 1, 1 }, a:totable())
+    assert.is_nil(O.norm_many({ lt.zeros(2):requires_grad_(true) }, 2, true)) -- no gradient: nothing
+  end)
+
   it("records nothing for autograd", function()
     local p = lt.zeros(2):requires_grad_(true)
     p.grad = lt.ones(2):requires_grad_(true)

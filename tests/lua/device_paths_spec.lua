@@ -136,6 +136,31 @@ describe("device paths", function()
     assert.equal(0, cpu_allocations(step))
   end)
 
+  it("clipping over parameters on the CPU and the device: one norm of all, each scaled where it is", function()
+    lt.manual_seed(5)
+    local ga, gb = lt.randn(5, 3), lt.randn(70001)
+    for _, norm_type in ipairs {2, math.huge, 3} do
+      local a, b = lt.zeros(5, 3):requires_grad_(true), lt.zeros(70001, {device = "cuda"}):requires_grad_(true)
+      a.grad, b.grad = ga:clone(), gb:to("cuda")
+      local total = nn.utils.clip_grad_norm_({a, b}, 0.1, {norm_type = norm_type})
+      -- the reference: the same gradients, both on the CPU
+      local c, d = lt.zeros(5, 3):requires_grad_(true), lt.zeros(70001):requires_grad_(true)
+      c.grad, d.grad = ga:clone(), gb:clone()
+      local want = nn.utils.clip_grad_norm_({c, d}, 0.1, {norm_type = norm_type})
+      -- Over two devices the total is the norm of the devices' norms (as
+      -- PyTorch's): float32 rounding apart from one norm over everything.
+      local function close(x, y)
+        local e = (x:cpu():double() - y:double()):abs():max():item() / math.max(1, y:abs():max():item())
+        assert(e <= 1e-6, string.format("norm %s: off by %.3g", tostring(norm_type), e))
+      end
+      assert.equal("cpu", total.device)
+      close(total, want)
+      close(a.grad, c.grad)
+      close(b.grad, d.grad)
+      assert.equal("cuda:0", b.grad.device)
+    end
+  end)
+
   it("a DataLoader over device tensors gathers every batch on the device", function()
     local images, labels = lt.randn(256, 20):to("cuda"), lt.randint(1, 5, {256}):to("cuda")
     local loader = lt.data.DataLoader({images, labels}, {batch_size = 32, shuffle = true, seed = 3})

@@ -161,4 +161,28 @@ typedef struct lt_unscale_call {
 
 LT_API lt_status lt_amp_unscale_calls_(int64_t ncalls, const lt_unscale_call *calls, float inv_scale);
 
+/* ---- foreach ops over a list of tensors (clip_grad_norm_'s two steps) ----
+ * Tensors of one call share a device (lists over several devices are split by
+ * the caller, as PyTorch groups them); their floating dtypes may differ. */
+
+/* *out = the p-norm of all elements of the n tensors taken together (the
+ * norm of their norms, as torch._foreach_norm then vector_norm): p > 0, or
+ * INFINITY for the largest magnitude (NaN wins, as max). A new 0-dim tensor
+ * of ts[0]'s dtype on their device, 0 when every tensor is empty; the sums
+ * are taken in double (float32 lanes widened every 1024 elements on the
+ * CPU), so a 16-bit list does not overflow below its own range. Nothing is
+ * recorded for autograd. On CUDA nothing waits for the device. */
+LT_API lt_status lt_foreach_norm(int64_t n, lt_tensor *const *ts, double p, lt_tensor **out);
+
+/* ts[i] *= scalar in place for every i, as torch._foreach_mul_(ts, scalar):
+ * scalar a one-element floating tensor on the tensors' device (read there:
+ * on CUDA no host synchronisation), the product in float for float32 and
+ * the 16-bit types (rounded once) and in double for float64, as mul_.
+ * Every tensor is checked before any is written; each must be writable and
+ * none may share memory with scalar. The tensors must be distinct (not
+ * checked: one listed twice would be scaled twice on the CPU and race on
+ * CUDA); clip_grad_norm_ passes each parameter once. Records nothing for
+ * autograd. */
+LT_API lt_status lt_foreach_mul_(int64_t n, lt_tensor *const *ts, const lt_tensor *scalar);
+
 #endif

@@ -13,8 +13,6 @@ local not_applied = require "lt.not_applied"
 
 local utils = {}
 
-local HALF = { float16 = true, bfloat16 = true }
-
 -- New handles on the gradients of parameters (a tensor or a table of
 -- tensors), not the cached p.grad ones: the caller frees them when done, so
 -- that clipping leaves no handle behind that would hold a gradient past
@@ -62,59 +60,74 @@ local function norm_order(name, v)
   return v
 end
 
--- The p-norm of one gradient, a 0-dim tensor on its device: float32 for a
--- 16-bit gradient (the norms are then combined in float32, as PyTorch's norm
--- accumulates). The usual orders make no gradient-sized temporary for
--- float32 and float64, since clipping must not raise the peak it runs at:
--- 2 as a dot product (a 1 x n by n x 1 GEMM), inf from the largest and the
--- smallest element.
--- A 16-bit norm as float32 (the norms are combined in float32).
-local function replace_float(n)
-  return HALF[n.dtype] and replace(n, n:float()) or n
+local foreach = core._optim
+local norm_many, scale_many = foreach.norm_many, foreach.scale_many
+
+-- The parameters (a tensor or a table of them) checked, each once (a
+-- parameter listed twice counts and is scaled once), grouped by device in
+-- order of first appearance: {{device = d, params = {...}}, ...}. No handle
+-- is made for any gradient: the engine reads p.grad itself.
+local function device_groups(name, parameters)
+  if core.is_tensor(parameters) then parameters = { parameters } end
+  if type(parameters) ~= "table" then
+    raise(string.format("%s: expected a tensor or a table of tensors, got %s", name, type(parameters)))
+  end
+  local groups, by_device, seen = {}, {}, {}
+  for i, p in ipairs(parameters) do
+    if not core.is_tensor(p) then
+      raise(string.format("%s: parameter %d is a %s, not a tensor", name, i, type(p)))
+    end
+    if not seen[p] then
+      seen[p] = true
+      local device = p.device
+      local g = by_device[device]
+      if g == nil then
+        g = { device = device, params = {} }
+        by_device[device], groups[#groups + 1] = g, g
+      end
+      g.params[#g.params + 1] = p
+    end
+  end
+  return groups
 end
 
-local function tensor_norm(g, p)
-  if g:numel() == 0 then return g:sum() end -- a zero of g's dtype, on its device
-  if p == 2 then
-    -- A 16-bit sum of squares would overflow at a norm of 256: those sum
-    -- in float32 (a float32 copy, the one temporary) and round once.
-    local wide = HALF[g.dtype] and g:float() or g
-    local flat = wide:reshape(1, -1)
-    local column = flat:t()
-    local square = flat:matmul(column)
-    local scalar = square:reshape()
-    local norm = scalar:sqrt()
-    -- the views too: each holds the gradient's storage
-    free_all { column, flat, scalar, square }
-    if not rawequal(wide, g) then wide:free() end
-    return norm
+-- The total p-norm of the groups' gradients, a 0-dim tensor on the first
+-- group's device with a gradient, in its first gradient's dtype (as
+-- PyTorch's); nil when no parameter has a gradient. One engine call per
+-- device (lt_foreach_norm, sums in double); over several devices the norms
+-- are combined as torch.nn.utils does, the norm of the devices' norms.
+local function total_norm(groups, p)
+  local total
+  for _, g in ipairs(groups) do
+    local n = norm_many(g.params, p, true)
+    if n ~= nil then
+      if total == nil then
+        total = n
+      else
+        n = replace(n, n:to(total.device))
+        local first = total
+        if p == math.huge then
+          local bigger, nan = n:gt(total), n:ne(n)
+          local kept = core.where(nan, n, total)
+          total = core.where(bigger, n, kept)
+          free_all { bigger, nan, kept, n }
+        else
+          local sum = total:double():pow(p) + n:double():pow(p)
+          total = replace(sum, sum:pow(1 / p)):to(first.dtype)
+          n:free()
+        end
+        if not rawequal(total, first) then first:free() end
+      end
+    end
   end
-  if p == math.huge then
-    local hi, lo = g:max(), g:min()
-    local neg = -lo
-    local above = hi:gt(neg)
-    local norm = core.where(above, hi, neg)
-    free_all { hi, lo, neg, above }
-    return norm
-  end
-  local a = g:abs()
-  if p == 1 then
-    local norm = a:sum()
-    a:free()
-    return norm
-  end
-  local powered = a:pow(p)
-  a:free()
-  local sum = powered:sum()
-  powered:free()
-  local norm = sum:pow(1 / p)
-  sum:free()
-  return norm
+  return total
 end
 
 --- Scales every gradient by max_norm / (total norm + 1e-6) when that is below
 --- one; returns the total norm (the norm of the gradients' norms, a 0-dim
 --- tensor on the first gradient's device), as torch.nn.utils.clip_grad_norm_.
+--- Two engine calls per device, the norm and the scale (PyTorch's
+--- _foreach_norm and _foreach_mul_), whatever the number of parameters.
 function utils.clip_grad_norm_(parameters, max_norm, opts)
   local name = "clip_grad_norm_"
   max_norm = finite_number(name, "max_norm", max_norm)
@@ -123,39 +136,10 @@ function utils.clip_grad_norm_(parameters, max_norm, opts)
   if type(o.error_if_nonfinite) ~= "boolean" then
     raise(name .. ": error_if_nonfinite must be a boolean, got " .. type(o.error_if_nonfinite))
   end
-  local grads = gradients(name, parameters)
-  if #grads == 0 then return core.tensor(0.0) end
-  -- Every temporary is freed at its last use (the norms are 0-dim, but one
-  -- per gradient, and a 16-bit gradient's float32 copy is gradient-sized).
-  local ok, result = pcall(core.no_grad, function()
-    local device = grads[1].device
-    local total
-    for _, g in ipairs(grads) do
-      local n = replace_float(tensor_norm(g, p):to(device))
-      if p == math.huge then
-        -- the larger, or a NaN (as max propagates it)
-        if total == nil then
-          total = n
-        else
-          local bigger, nan = n:gt(total), n:ne(n)
-          local kept = core.where(nan, n, total)
-          local new = core.where(bigger, n, kept)
-          free_all { bigger, nan, kept, n, total }
-          total = new
-        end
-      else
-        if p ~= 1 then n = replace(n, n:pow(p)) end
-        if total == nil then
-          total = n
-        else
-          local new = total + n
-          free_all { total, n }
-          total = new
-        end
-      end
-    end
-    if p ~= math.huge and p ~= 1 then total = replace(total, total:pow(1 / p)) end
-    total = replace(total, total:to(grads[1].dtype)) -- the gradients' dtype, as PyTorch's
+  local groups = device_groups(name, parameters)
+  local ok, result = pcall(function()
+    local total = total_norm(groups, p)
+    if total == nil then return core.tensor(0.0) end
     if o.error_if_nonfinite then
       local v = total:item() -- the one host read, asked for by the option
       if v ~= v or v == math.huge then
@@ -168,19 +152,15 @@ function utils.clip_grad_norm_(parameters, max_norm, opts)
     local ratio = max_norm / shifted
     local coef = ratio:clamp(nil, 1.0)
     free_all { shifted, ratio }
-    -- The coefficient on every gradient's device before the first gradient
-    -- is scaled: what can fail (allocations) comes before any write, and
-    -- mul_ by a 0-dim tensor allocates nothing, so no failure leaves some
-    -- gradients scaled and others not.
-    local coefs = { [device] = coef }
-    for _, g in ipairs(grads) do
-      if coefs[g.device] == nil then coefs[g.device] = coef:to(g.device) end
-    end
-    for _, g in ipairs(grads) do g:mul_(coefs[g.device]) end
-    for _, c in pairs(coefs) do c:free() end
+    -- The coefficient on every device before the first gradient is scaled:
+    -- what can fail (allocations) comes before any write.
+    local coefs = {}
+    for _, g in ipairs(groups) do coefs[g] = coef:to(g.device) end
+    for _, g in ipairs(groups) do scale_many(g.params, coefs[g], true) end
+    for _, c in pairs(coefs) do if not rawequal(c, coef) then c:free() end end
+    coef:free()
     return total
   end)
-  free_all(grads)
   if not ok then raise(not_applied(name, result, "no gradient was scaled")) end
   return result
 end
