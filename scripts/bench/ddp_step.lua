@@ -109,9 +109,10 @@ for _, mode in ipairs(MODES) do result[mode] = fastest(times[mode]) * 1e3 end
 local bytes = 0
 for _, p in ipairs(model:parameters()) do bytes = bytes + p:nbytes() end
 if rank == 0 then
-  local hidden = world > 1 and (result.after - result.overlap) / result.comm or 0 / 0
+  -- one rank communicates with nobody: nothing to hide
+  local hidden = world > 1 and ("%.0f%%"):format(100 * (result.after - result.overlap) / result.comm) or "-"
   print(("%s batch %d/rank, %d rank(s), %.1f MiB of gradients in %d buckets: alone %.2f ms, overlap %.2f ms, "
-    .. "after %.2f ms, comm %.2f ms, hidden %.0f%%"):format(kind, batch, world, bytes / 2 ^ 20, #flats,
-    result.alone, result.overlap, result.after, result.comm, 100 * hidden))
+    .. "after %.2f ms, comm %.2f ms, hidden %s"):format(kind, batch, world, bytes / 2 ^ 20, #flats,
+    result.alone, result.overlap, result.after, result.comm, hidden))
 end
 dist.destroy_process_group()
