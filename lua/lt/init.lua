@@ -40,7 +40,6 @@ lt.memory.estimate = require("lt.memory_estimate").estimate
 function lt.memory.report(path, opts)
   return require("lt.memory_report")(lt.memory, core.version)(path, opts)
 end
-lt.data = require "lt.data"
 lt.optim = require "lt.optim"
 lt.nn = require "lt.nn"
 lt.nn.functional.normalize, lt.nn.functional.cosine_similarity = tensor_ops.normalize, tensor_ops.cosine_similarity
@@ -57,13 +56,13 @@ function lt.help(...) return require("lt.help").show(...) end
 -- scripts never tokenize, and it would add a sixth to lt's start-up. So do
 -- lt.progress (bars for loops), lt.plot (a training run's curves as HTML)
 -- lt.models (the model zoo) and lt.distributed (collectives under mpirun);
--- and lt.checkpoint, lt.amp (GradScaler), lt.microbatch and lt.pp (print with
--- tables shown readably, as the REPL shows results), which a script uses or
--- not: every module loaded at start-up is also Lua heap that each full
+-- and lt.checkpoint, lt.amp (GradScaler), lt.microbatch, lt.pp (print with
+-- tables shown readably, as the REPL shows results) and lt.data (loaders,
+-- data sets, transforms), which a script uses or not: every module loaded at start-up is also Lua heap that each full
 -- collection walks (a peak collection costs in proportion to it).
 local lazy = { text = "lt.text", progress = "lt.progress", plot = "lt.plot", models = "lt.models",
   distributed = "lt.distributed", checkpoint = "lt.checkpoint", amp = "lt.amp", microbatch = "lt.microbatch",
-  pp = "lt.pp" }
+  pp = "lt.pp", data = "lt.data" }
 return setmetatable(lt, {
   __index = function(t, key)
     if lazy[key] then
