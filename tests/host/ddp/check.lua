@@ -2,6 +2,7 @@
 -- Every rank checks what it can see and prints "ok MODE rank R"; a failed
 -- check is an error (the job stops with it on every rank).
 local lt = require "lt"
+local lockstep = dofile("tests/host/ddp/lockstep.lua")
 local dist = lt.distributed
 local nn = lt.nn
 local mode = arg[1]
@@ -47,14 +48,7 @@ if mode == "ddp" then
     local ddp = nn.parallel.DistributedDataParallel(model, { bucket_cap_mb = cap })
     local opt = lt.optim.SGD(ddp:parameters(), { lr = 0.1, momentum = 0.9 })
     local ropt = lt.optim.SGD(ref:parameters(), { lr = 0.1, momentum = 0.9 })
-    for _ = 1, 5 do
-      opt:zero_grad()
-      F.cross_entropy(ddp(x), y):backward()
-      opt:step()
-      ropt:zero_grad()
-      F.cross_entropy(ref(X), Y):backward()
-      ropt:step()
-    end
+    lockstep(5, { model = ddp, opt = opt, x = x, y = y }, { model = ref, opt = ropt, x = X, y = Y })
     compare_params(model, ref, 2e-6, ("DDP (bucket_cap_mb %g, %d buckets)"):format(cap, #ddp:bucket_names()))
   end
 elseif mode == "no_sync" then
@@ -128,14 +122,7 @@ elseif mode == "zero" then
   local ddp = nn.parallel.DistributedDataParallel(model)
   local opt = lt.optim.ZeroRedundancyOptimizer(ddp:parameters(), lt.optim.Adam, { lr = 0.01 })
   local ropt = lt.optim.Adam(ref:parameters(), { lr = 0.01 })
-  for _ = 1, 4 do
-    opt:zero_grad()
-    F.cross_entropy(ddp(x), y):backward()
-    opt:step()
-    ropt:zero_grad()
-    F.cross_entropy(ref(X), Y):backward()
-    ropt:step()
-  end
+  lockstep(4, { model = ddp, opt = opt, x = x, y = y }, { model = ref, opt = ropt, x = X, y = Y })
   compare_params(model, ref, 2e-6, "ZeRO")
   local shard = 0
   for _, p in ipairs(opt:shard()) do shard = shard + p:nbytes() end

@@ -7,6 +7,7 @@
 -- Prints "ok ddp_cuda rank R" or raises the failure.
 --   mpirun -np 2 lt_simdev tests/host/distributed/ddp_cuda.lua
 local lt = require "lt"
+local lockstep = dofile("tests/host/ddp/lockstep.lua")
 local dist, nn = lt.distributed, lt.nn
 local F = nn.functional
 
@@ -36,14 +37,7 @@ for _, cap in ipairs { 1e-3, 25 } do
   local ddp = nn.parallel.DistributedDataParallel(model, { bucket_cap_mb = cap })
   local opt = lt.optim.SGD(ddp:parameters(), { lr = 0.1, momentum = 0.9 })
   local ropt = lt.optim.SGD(ref:parameters(), { lr = 0.1, momentum = 0.9 })
-  for _ = 1, 4 do
-    opt:zero_grad()
-    F.cross_entropy(ddp(x), y):backward()
-    opt:step()
-    ropt:zero_grad()
-    F.cross_entropy(ref(X), Y):backward()
-    ropt:step()
-  end
+  lockstep(4, { model = ddp, opt = opt, x = x, y = y }, { model = ref, opt = ropt, x = X, y = Y })
   local mine = model:state_dict()
   for name, t in pairs(ref:state_dict()) do
     check(mine[name].device == device, "%s is on %s, not %s", name, mine[name].device, device)
@@ -59,14 +53,7 @@ do
   local ddp = nn.parallel.DistributedDataParallel(model)
   local opt = lt.optim.ZeroRedundancyOptimizer(ddp:parameters(), lt.optim.Adam, { lr = 0.01 })
   local ropt = lt.optim.Adam(ref:parameters(), { lr = 0.01 })
-  for _ = 1, 3 do
-    opt:zero_grad()
-    F.cross_entropy(ddp(x), y):backward()
-    opt:step()
-    ropt:zero_grad()
-    F.cross_entropy(ref(X), Y):backward()
-    ropt:step()
-  end
+  lockstep(3, { model = ddp, opt = opt, x = x, y = y }, { model = ref, opt = ropt, x = X, y = Y })
   local mine = model:state_dict()
   for name, t in pairs(ref:state_dict()) do
     local d = (mine[name] - t):abs():max():item()
