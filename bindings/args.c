@@ -11,12 +11,14 @@
  * frames and, for a forward that tail-called, the forward's source). */
 static const char WHERE_KEY[] = "lt.error_where";
 
-int ltb_set_error_where(lua_State *L) {
+int ltb_store_function(lua_State *L, const char *key) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   lua_settop(L, 1);
-  lua_setfield(L, LUA_REGISTRYINDEX, WHERE_KEY);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
   return 0;
 }
+
+int ltb_set_error_where(lua_State *L) { return ltb_store_function(L, WHERE_KEY); }
 
 /* Pushes "chunk:line: " of the innermost caller outside lt's Lua library and
  * outside C functions: an op that F.cross_entropy or a module's forward calls

@@ -23,6 +23,9 @@ int ltb_error(lua_State *L, const char *fmt, ...);
 /* core._set_error_where(fn): lt.user_where's where(), which places every
  * error raised by the bindings (ltb_error, ltb_raise) at the user's line. */
 int ltb_set_error_where(lua_State *L);
+/* A setter's body: its argument 1, a function, kept in the registry at key
+ * (the hooks that Lua code hands to the bindings). */
+int ltb_store_function(lua_State *L, const char *key);
 
 /* An integer argument; floats with an integral value are accepted. */
 lua_Integer ltb_check_integer(lua_State *L, int arg, const char *op, const char *what);

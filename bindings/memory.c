@@ -103,12 +103,7 @@ static bool in_lt_library(const lua_Debug *ar) {
  * own in an origin ("nn.Linear:forward", not "nn.Linear:layer > ..."). */
 static const char FORWARD_CALLER_KEY[] = "lt.forward_caller";
 
-int ltb_set_forward_caller(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  lua_settop(L, 1);
-  lua_setfield(L, LUA_REGISTRYINDEX, FORWARD_CALLER_KEY);
-  return 0;
-}
+int ltb_set_forward_caller(lua_State *L) { return ltb_store_function(L, FORWARD_CALLER_KEY); }
 
 /* Whether the frame ar (with "S" info) runs the modules' __call. */
 static bool is_forward_caller(lua_State *L, lua_Debug *ar) {

@@ -17,7 +17,7 @@ struct dist_request {
 
 static MPI_Comm comm_of(dist_group *g) { return g->comm->payload; }
 
-static MPI_Datatype type_of(lt_dtype dt) {
+MPI_Datatype dist_mpi_type(lt_dtype dt) {
   switch (dt) {
   case LT_FLOAT32: return MPI_FLOAT;
   case LT_FLOAT64: return MPI_DOUBLE;
@@ -32,7 +32,7 @@ static MPI_Datatype type_of(lt_dtype dt) {
   return MPI_UINT8_T;
 }
 
-static MPI_Op op_of(lt_dtype dt, lt_reduce_op op) {
+MPI_Op dist_mpi_op(lt_dtype dt, lt_reduce_op op) {
   if (dt == LT_FLOAT16 || dt == LT_BFLOAT16) return dist_mpi_half_op(dt, op);
   /* bool: sum is "any" and prod "all", as PyTorch's NCCL backend. */
   if (dt == LT_BOOL) return (op == LT_REDUCE_SUM || op == LT_REDUCE_MAX) ? MPI_MAX : MPI_MIN;
@@ -80,8 +80,8 @@ static lt_status mpi_all_reduce(dist_group *g, void *buf, size_t count, lt_dtype
                                 dist_request **req) {
   LT_TRY(check_count("all_reduce", count));
   NEW_REQUEST("all_reduce");
-  MPI_Datatype t = type_of(dt);
-  MPI_Op o = op_of(dt, op);
+  MPI_Datatype t = dist_mpi_type(dt);
+  MPI_Op o = dist_mpi_op(dt, op);
   int rc = r ? MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t, o, comm_of(g), &r->request)
              : MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, t, o, comm_of(g));
   return started("all_reduce", "MPI_Allreduce", rc, r, req);
@@ -91,8 +91,8 @@ static lt_status mpi_broadcast(dist_group *g, void *buf, size_t count, lt_dtype 
                                dist_request **req) {
   LT_TRY(check_count("broadcast", count));
   NEW_REQUEST("broadcast");
-  int rc = r ? MPI_Ibcast(buf, (int)count, type_of(dt), src, comm_of(g), &r->request)
-             : MPI_Bcast(buf, (int)count, type_of(dt), src, comm_of(g));
+  int rc = r ? MPI_Ibcast(buf, (int)count, dist_mpi_type(dt), src, comm_of(g), &r->request)
+             : MPI_Bcast(buf, (int)count, dist_mpi_type(dt), src, comm_of(g));
   return started("broadcast", "MPI_Bcast", rc, r, req);
 }
 
@@ -100,7 +100,7 @@ static lt_status mpi_all_gather(dist_group *g, const void *in, void *out, size_t
                                 dist_request **req) {
   LT_TRY(check_count("all_gather", count * (size_t)g->size));
   NEW_REQUEST("all_gather");
-  MPI_Datatype t = type_of(dt);
+  MPI_Datatype t = dist_mpi_type(dt);
   int n = (int)count;
   int rc = r ? MPI_Iallgather(in, n, t, out, n, t, comm_of(g), &r->request)
              : MPI_Allgather(in, n, t, out, n, t, comm_of(g));
@@ -111,9 +111,9 @@ static lt_status mpi_reduce_scatter(dist_group *g, const void *in, void *out, si
                                     lt_reduce_op op, dist_request **req) {
   LT_TRY(check_count("reduce_scatter", count * (size_t)g->size));
   NEW_REQUEST("reduce_scatter");
-  MPI_Datatype t = type_of(dt);
-  int rc = r ? MPI_Ireduce_scatter_block(in, out, (int)count, t, op_of(dt, op), comm_of(g), &r->request)
-             : MPI_Reduce_scatter_block(in, out, (int)count, t, op_of(dt, op), comm_of(g));
+  MPI_Datatype t = dist_mpi_type(dt);
+  int rc = r ? MPI_Ireduce_scatter_block(in, out, (int)count, t, dist_mpi_op(dt, op), comm_of(g), &r->request)
+             : MPI_Reduce_scatter_block(in, out, (int)count, t, dist_mpi_op(dt, op), comm_of(g));
   return started("reduce_scatter", "MPI_Reduce_scatter_block", rc, r, req);
 }
 
@@ -121,7 +121,7 @@ static lt_status mpi_all_to_all(dist_group *g, const void *in, void *out, size_t
                                 dist_request **req) {
   LT_TRY(check_count("all_to_all", count * (size_t)g->size));
   NEW_REQUEST("all_to_all");
-  MPI_Datatype t = type_of(dt);
+  MPI_Datatype t = dist_mpi_type(dt);
   int n = (int)count;
   int rc = r ? MPI_Ialltoall(in, n, t, out, n, t, comm_of(g), &r->request)
              : MPI_Alltoall(in, n, t, out, n, t, comm_of(g));

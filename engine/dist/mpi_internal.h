@@ -25,4 +25,11 @@ void dist_mpi_half_ops_create(void);
 void dist_mpi_half_ops_free(void);
 MPI_Op dist_mpi_half_op(lt_dtype dt, lt_reduce_op op);
 
+/* How lt's dtypes and reductions travel in MPI (mpi_backend.c; the simulated
+ * NCCL, tests/simdev/sim_nccl.c, moves its buffers the same way): 16-bit
+ * floats as 16-bit integers with the half ops, bool as bytes reduced with
+ * max ("any", for sum) and min ("all", for prod), avg as a sum divided after. */
+MPI_Datatype dist_mpi_type(lt_dtype dt);
+MPI_Op dist_mpi_op(lt_dtype dt, lt_reduce_op op);
+
 #endif

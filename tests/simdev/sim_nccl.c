@@ -132,32 +132,6 @@ static void end(void) {
   if (emu_library_end) emu_library_end();
 }
 
-static MPI_Datatype type_of(lt_dtype dt) {
-  switch (dt) {
-  case LT_FLOAT32: return MPI_FLOAT;
-  case LT_FLOAT64: return MPI_DOUBLE;
-  case LT_FLOAT16:
-  case LT_BFLOAT16: return MPI_UINT16_T; /* reduced by the engine's half ops */
-  case LT_INT64: return MPI_INT64_T;
-  case LT_INT32: return MPI_INT32_T;
-  default: return MPI_UINT8_T;
-  }
-}
-
-static MPI_Op op_of(lt_dtype dt, lt_reduce_op op) {
-  if (op == LT_REDUCE_AVG) op = LT_REDUCE_SUM; /* then divided: avg() */
-  if (dt == LT_FLOAT16 || dt == LT_BFLOAT16) return dist_mpi_half_op(dt, op);
-  /* bool: bytes, sum is "any" and prod "all", as cuda_nccl.cu maps them
-   * (a byte sum would not stay 0 or 1). */
-  if (dt == LT_BOOL) return (op == LT_REDUCE_SUM || op == LT_REDUCE_MAX) ? MPI_MAX : MPI_MIN;
-  switch (op) {
-  case LT_REDUCE_MAX: return MPI_MAX;
-  case LT_REDUCE_MIN: return MPI_MIN;
-  case LT_REDUCE_PROD: return MPI_PROD;
-  default: return MPI_SUM;
-  }
-}
-
 /* ncclAvg: the sum divided by the number of ranks, rounded once to dt. */
 static void avg(void *buf, size_t count, lt_dtype dt, int size) {
   for (size_t i = 0; i < count; i++) {
@@ -198,7 +172,8 @@ static lt_nccl_result sim_all_reduce(const void *in, void *out, size_t count, lt
   lt_nccl_result r = check(c, count, "ncclAllReduce");
   if (r != OK) return r;
   begin(stream);
-  int rc = MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, type_of(dt), op_of(dt, op), c->comm);
+  int rc = MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, dist_mpi_type(dt), dist_mpi_op(dt, op),
+                         c->comm);
   if (rc == MPI_SUCCESS && op == LT_REDUCE_AVG) avg(out, count, dt, c->size);
   end();
   return done(rc, "ncclAllReduce");
@@ -233,7 +208,8 @@ static lt_nccl_result sim_reduce_scatter(const void *in, void *out, size_t count
   lt_nccl_result r = check(c, count, "ncclReduceScatter");
   if (r != OK) return r;
   begin(stream);
-  int rc = MPI_Reduce_scatter_block(in, out, (int)count, type_of(dt), op_of(dt, op), c->comm);
+  int rc =
+      MPI_Reduce_scatter_block(in, out, (int)count, dist_mpi_type(dt), dist_mpi_op(dt, op), c->comm);
   if (rc == MPI_SUCCESS && op == LT_REDUCE_AVG) avg(out, count, dt, c->size);
   end();
   return done(rc, "ncclReduceScatter");

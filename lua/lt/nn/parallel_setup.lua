@@ -5,14 +5,14 @@
 local core = require "lt.core"
 local raise = require "lt.user_error"
 local broadcast_coalesced = require "lt.broadcast_coalesced"
+local shape_util = require "lt.shapes"
+local same_shape, shape_text = shape_util.equal, shape_util.text
 
 local setup = {}
 
 local MiB = 1024 * 1024
 local FIRST_BUCKET_BYTES = 1 * MiB -- PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES
 setup.MiB = MiB
-
-local function shape_text(shape) return "[" .. table.concat(shape, ", ") .. "]" end
 
 -- ---- wrap-time checks and broadcasts ----
 
@@ -37,14 +37,6 @@ local function decode(code)
     i = i + nd + 1
   end
   return shapes
-end
-
-local function same(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do
-    if a[i] ~= b[i] then return false end
-  end
-  return true
 end
 
 -- Every rank gets every rank's shape list (padded to the longest with -1,
@@ -73,7 +65,7 @@ function setup.verify_shapes(pg, named, rank, world)
         if a == nil or b == nil then
           raise(("DistributedDataParallel: rank %d has %d parameters, rank %d has %d (the models differ)")
             :format(rank, #own, r - 1, #theirs))
-        elseif not same(a, b) then
+        elseif not same_shape(a, b) then
           raise(("DistributedDataParallel: parameter %d ('%s') has shape %s on rank %d and %s on rank %d")
             :format(k, named[k][1], shape_text(a), rank, shape_text(b), r - 1))
         end
