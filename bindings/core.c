@@ -221,12 +221,12 @@ static void release_caches_on_close(lua_State *L) {
 }
 
 int luaopen_lt_core(lua_State *L) {
-  /* Incremental, not generational, collection (lua.c picks generational):
-   * tensor handles that live through a training step grow old in
-   * generational mode and then wait for a rare major collection, so dropped
-   * graphs pile up; the incremental collector, driven by the bytes charged
-   * in ltb_charge, reclaims them within about one step. */
-  lua_gc(L, LUA_GCINC, 0, 0, 0);
+  /* Generational collection: the peak hook (bindings/memory.c) tries a
+   * young collection first, which finds a dropped result or a step's
+   * temporaries for a few microseconds, and falls back to a full collection
+   * when they are not enough (tensor handles that lived through a training
+   * step are old: a young collection does not see them dropped). */
+  lua_gc(L, LUA_GCGEN, 0, 0);
   release_caches_on_close(L);
   add_lua_dir_to_path(L);
   luaL_newlib(L, core_functions);

@@ -178,10 +178,9 @@ static int lt_load_fn(lua_State *L) {
 
 static int lt_read_idx_fn(lua_State *L) {
   const char *path = ltb_check_path(L, 1, "read_idx");
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_idx_read(path, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- index_select(t, dim, index) ---- */
@@ -191,10 +190,9 @@ static int index_select_fn(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, op);
   int dim = ltb_check_dim(L, 2, t->ndim, op);
   lt_tensor *index = ltb_check_tensor(L, 3, op);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_index_select(t, dim, index, 1, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- lt.randperm(n, {seed=}) ---- */
@@ -217,10 +215,9 @@ static int lt_randperm_fn(lua_State *L) {
       lua_pop(L, 1);
     }
   }
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_randperm((int64_t)n, 1, use, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- generator state as a string: "philox:<seed>:<offset>" ---- */

@@ -43,6 +43,7 @@ typedef struct pressure {
   size_t charged;   /* bytes charged since the last full collection */
   unsigned useless; /* peak collections in a row that freed next to nothing */
   unsigned backoff; /* the slack's doublings (peak_mark) */
+  usage marks;      /* the marks last set (set_marks) */
 } pressure;
 
 static pressure pressures[NSLOTS];
@@ -376,7 +377,29 @@ static usage peak_slack(usage live, unsigned backoff) {
 }
 
 static void set_marks(lt_device dev, usage live, usage slack) {
-  lt_alloc_set_collect_marks(dev, live.blocks + slack.blocks, live.requested + slack.requested);
+  const usage marks = {live.blocks + slack.blocks, live.requested + slack.requested};
+  pressures[slot_of(dev)].marks = marks;
+  lt_alloc_set_collect_marks(dev, marks.blocks, marks.requested);
+}
+
+/* A young collection first: the collector runs in generational mode
+ * (luaopen_lt_core), and what a script dropped since the last collection,
+ * the usual garbage at a mark (a loop dropping each result, a step's
+ * temporaries), is young. It marks only the young objects and the old ones
+ * they touch, a few microseconds where a full collection of lt's heap takes
+ * tens. If the allocation then fits under the marks, they stay as they were
+ * (what is live was not measured: old garbage may remain); else the full
+ * collection runs as before. */
+static bool young_collection_fits(lua_State *L, lt_device dev, size_t nbytes) {
+  pressure *p = &pressures[slot_of(dev)];
+  if (!lua_gc(L, LUA_GCISRUNNING) || p->live_max.blocks == 0) return false;
+  in_hook = true;
+  lua_gc(L, LUA_GCSTEP, 0); /* generational mode: a young collection */
+  in_hook = false;
+  if (!lt_alloc_within_marks(dev, nbytes, p->marks.blocks, p->marks.requested)) return false;
+  lt_alloc_set_collect_marks(dev, p->marks.blocks, p->marks.requested);
+  for (int i = 0; i < NSLOTS; i++) pressures[i].debt = 0;
+  return true;
 }
 
 static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
@@ -395,6 +418,7 @@ static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
     set_marks(dev, need, (usage){wait, wait});
     return;
   }
+  if (young_collection_fits(L, dev, nbytes)) return;
   const usage before = usage_now(dev);
   in_hook = true;
   lua_gc(L, LUA_GCCOLLECT);

@@ -27,9 +27,8 @@ static lt_tensor *opt_tensor(lua_State *L, int arg, const char *op, const char *
 static int f_linear(lua_State *L) {
   lt_tensor *x = ltb_check_tensor(L, 1, "linear"), *w = ltb_check_tensor(L, 2, "linear");
   lt_tensor *b = opt_tensor(L, 3, "linear", "the bias"), *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_linear(x, w, b, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static const char *const conv2d_keys[] = {"stride", "padding", "dilation", "groups", NULL};
@@ -49,9 +48,8 @@ static int f_conv2d(lua_State *L) {
   lt_tensor *x = ltb_check_tensor(L, 1, op), *w = ltb_check_tensor(L, 2, op);
   lt_tensor *b = opt_tensor(L, 3, op, "the bias"), *out = NULL;
   lt_conv2d_opts o = read_conv2d_opts(L, 4, op);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_conv2d(x, w, b, &o, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* check_conv2d(name, opts): the engine's checks of conv2d's options, for
@@ -129,9 +127,8 @@ static int f_avg_pool2d(lua_State *L) {
   lt_tensor *x = ltb_check_tensor(L, 1, op), *out = NULL;
   int opts;
   lt_pool2d_opts o = read_pool_opts(L, op, false, 2, &opts);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_avg_pool2d(x, &o, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- normalisation ---- */
@@ -151,10 +148,9 @@ static int f_batch_norm(lua_State *L) {
   ltb_nn_opt_bool(L, opts, op, "training", &training);
   ltb_nn_opt_number(L, opts, op, "momentum", &momentum);
   ltb_nn_opt_number(L, opts, op, "eps", &eps);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_batch_norm(x, rm, rv, w, b, training, momentum, eps, &out, NULL, NULL);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static const char *const layer_norm_keys[] = {"eps", NULL};
@@ -186,10 +182,9 @@ static int f_layer_norm(lua_State *L) {
   const int opts = ltb_nn_options(L, 5, op, layer_norm_keys);
   double eps = 1e-5;
   ltb_nn_opt_number(L, opts, op, "eps", &eps);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_layer_norm(x, shape, ndim, w, b, eps, &out, NULL, NULL);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- activations ---- */
@@ -209,9 +204,8 @@ static int f_gelu(lua_State *L) {
       return ltb_error(L, "%s: approximate must be 'none' or 'tanh', got %s", op,
                         a ? a : luaL_typename(L, -1));
   }
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_gelu(x, approx, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int softmax_like(lua_State *L, const char *op, bool log) {
@@ -220,9 +214,8 @@ static int softmax_like(lua_State *L, const char *op, bool log) {
     return ltb_error(L, "%s: expected the dimension to normalise over (1 to %d, or -1)", op,
                       x->ndim > 0 ? x->ndim : 1);
   const int dim = ltb_check_dim(L, 2, x->ndim, op);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = log ? lt_log_softmax(x, dim, &out) : lt_softmax(x, dim, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int f_softmax(lua_State *L) { return softmax_like(L, "softmax", false); }
@@ -263,9 +256,8 @@ static int f_dropout(lua_State *L) {
     lua_settop(L, 1);
     return 1;
   }
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_dropout(x, p, training, &out, NULL);
-  return ltb_finish_or_self(L, h, st, out, 1);
+  return ltb_push_result_or_self(L, st, out, 1);
 }
 
 /* ---- embedding ---- */
@@ -282,9 +274,8 @@ static int f_embedding(lua_State *L) {
   if (o.has_padding_idx && o.padding_idx == 0)
     return ltb_error(L, "%s: padding_idx 0 is not an index (indices start at 1; -1 is the last)",
                       op);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_embedding(w, idx, &o, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- attention ---- */
@@ -305,9 +296,8 @@ static int f_scaled_dot_product_attention(lua_State *L) {
   ltb_nn_opt_number(L, opts, op, "dropout_p", &o.dropout_p);
   ltb_nn_opt_bool(L, opts, op, "is_causal", &o.is_causal);
   o.has_scale = ltb_nn_opt_number(L, opts, op, "scale", &o.scale);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_scaled_dot_product_attention(q, k, v, &o, &out, NULL, NULL);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- losses ---- */
@@ -327,10 +317,9 @@ static int class_loss(lua_State *L, const char *op, bool fused) {
   ltb_nn_opt_integer(L, opts, op, "ignore_index", &o.ignore_index);
   if (fused) ltb_nn_opt_number(L, opts, op, "label_smoothing", &o.label_smoothing);
   ltb_nn_opt_tensor(L, opts, op, "weight", &weight);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = fused ? lt_cross_entropy(input, target, weight, &o, &out, NULL)
                        : lt_nll_loss(input, target, weight, &o, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int f_cross_entropy(lua_State *L) { return class_loss(L, "cross_entropy", true); }
@@ -342,9 +331,8 @@ static int f_mse_loss(lua_State *L) {
   const int opts = ltb_nn_options(L, 3, op, mse_loss_keys);
   lt_reduction r = LT_REDUCTION_MEAN;
   ltb_nn_opt_reduction(L, opts, op, &r);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_mse_loss(a, b, r, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- registration ---- */

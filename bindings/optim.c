@@ -549,10 +549,9 @@ static int optim_norm_many(lua_State *L) {
     lua_pushnil(L);
     return 1;
   }
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_foreach_norm(n, ts, p, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* scale_many(tensors, scalar[, of_params]): lt_foreach_mul_ over the list

@@ -16,10 +16,9 @@ static void no_more_arguments(lua_State *L, int idx, const char *op) {
 }
 
 /* Finishes a creation: requires_grad is set on the new tensor. */
-static int finish_created(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out,
-                          const ltb_options *o) {
+static int finish_created(lua_State *L, lt_status st, lt_tensor *out, const ltb_options *o) {
   if (st == LT_OK && o->requires_grad) out->requires_grad = true;
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static void check_options_dtype(lua_State *L, const ltb_options *o, lt_dtype dt, const char *op) {
@@ -141,7 +140,6 @@ static void walk(lua_State *L, nested *n, int depth) {
 }
 
 static int copy_tensor(lua_State *L, lt_tensor *src, const ltb_options *o) {
-  ltb_handle *h = ltb_new_handle(L);
   lt_dtype dt = o->has_dtype ? o->dtype : src->dtype;
   check_options_dtype(L, o, dt, "tensor");
   lt_tensor *moved = NULL, *out = NULL;
@@ -152,7 +150,7 @@ static int copy_tensor(lua_State *L, lt_tensor *src, const ltb_options *o) {
   } else {
     out = moved;
   }
-  return finish_created(L, h, st, out, o);
+  return finish_created(L, st, out, o);
 }
 
 static int lt_tensor_fn(lua_State *L) {
@@ -182,10 +180,9 @@ static int lt_tensor_fn(lua_State *L) {
   lua_insert(L, -2);
   walk(L, &n, 0);
   lua_pop(L, 1);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_from_buffer(n.buffer, buffer_dtype[n.kind], n.shape, n.ndim, dt, o.device, &out);
-  return finish_created(L, h, st, out, &o);
+  return finish_created(L, st, out, &o);
 }
 
 /* ---- zeros, ones, empty, rand, randn ---- */
@@ -233,10 +230,9 @@ static int create_filled(lua_State *L) {
   lt_dtype dt = o.has_dtype ? o.dtype : LT_FLOAT32;
   check_options_dtype(L, &o, dt, op);
   check_random_dtype(L, kind, dt, op);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = make_filled(op, kind, shape, ndim, dt, o.device, &out);
-  return finish_created(L, h, st, out, &o);
+  return finish_created(L, st, out, &o);
 }
 
 /* zeros_like(t, opts) and friends: t's shape, dtype and device by default. */
@@ -251,10 +247,9 @@ static int create_filled_like(lua_State *L) {
   lt_device dev = o.has_device ? o.device : t->storage->device;
   check_options_dtype(L, &o, dt, op);
   check_random_dtype(L, kind, dt, op);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = make_filled(op, kind, t->shape, t->ndim, dt, dev, &out);
-  return finish_created(L, h, st, out, &o);
+  return finish_created(L, st, out, &o);
 }
 
 /* ---- full ---- */
@@ -294,10 +289,9 @@ static int lt_full_fn(lua_State *L) {
   no_more_arguments(L, 4, "full");
   lt_dtype dt = o.has_dtype ? o.dtype : inferred;
   check_options_dtype(L, &o, dt, "full");
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_full_named("full", shape, ndim, v, dt, o.device, &out);
-  return finish_created(L, h, st, out, &o);
+  return finish_created(L, st, out, &o);
 }
 
 static int lt_full_like_fn(lua_State *L) {
@@ -309,10 +303,9 @@ static int lt_full_like_fn(lua_State *L) {
   lt_dtype dt = o.has_dtype ? o.dtype : t->dtype;
   lt_device dev = o.has_device ? o.device : t->storage->device;
   check_options_dtype(L, &o, dt, "full_like");
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_full_named("full_like", t->shape, t->ndim, v, dt, dev, &out);
-  return finish_created(L, h, st, out, &o);
+  return finish_created(L, st, out, &o);
 }
 
 /* ---- randint ---- */
@@ -330,7 +323,6 @@ static int lt_randint_fn(lua_State *L) {
   no_more_arguments(L, next + 1, "randint");
   lt_dtype dt = o.has_dtype ? o.dtype : LT_INT64;
   check_options_dtype(L, &o, dt, "randint");
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_empty_named("randint", shape, ndim, dt, o.device, &out);
   if (st == LT_OK) {
@@ -338,7 +330,7 @@ static int lt_randint_fn(lua_State *L) {
     if (st != LT_OK) lt_tensor_release(out);
     else out->storage->version = 0;
   }
-  return finish_created(L, h, st, out, &o);
+  return finish_created(L, st, out, &o);
 }
 
 /* ---- arange ---- */
@@ -401,10 +393,9 @@ static int lt_arange_fn(lua_State *L) {
     for (int64_t i = 0; i < count; i++) ((double *)buffer)[i] = start + (double)i * step;
     src = LT_FLOAT64;
   }
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_from_buffer(buffer, src, &count, 1, dt, o.device, &out);
-  return finish_created(L, h, st, out, &o);
+  return finish_created(L, st, out, &o);
 }
 
 /* core._check_shape(op, sizes): raises what creating a tensor of sizes would,

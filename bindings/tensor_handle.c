@@ -116,13 +116,37 @@ int ltb_finish(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out) {
   return 1;
 }
 
-int ltb_finish_or_self(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out, int self_idx) {
-  if (st == LT_OK && out == ltb_test_tensor(L, self_idx)) {
-    lt_tensor_release(out); /* the extra reference: self's handle already holds one */
-    lua_pushvalue(L, self_idx);
-    return 1;
+/* The result whose handle could not be made (a Lua memory error). */
+static lt_tensor *orphan;
+
+int ltb_push_result(lua_State *L, lt_status st, lt_tensor *out) {
+  if (orphan) {
+    lt_tensor *t = orphan;
+    orphan = NULL;
+    lt_tensor_release(t);
   }
-  return ltb_finish(L, h, st, out);
+  if (st != LT_OK) return ltb_raise(L, st);
+  orphan = out;
+  ltb_handle *h = ltb_new_handle(L);
+  orphan = NULL;
+  return ltb_finish(L, h, LT_OK, out);
+}
+
+/* out is the tensor at self_idx (contiguous, to, dropout in eval): push that
+ * same userdata and drop out's extra reference (self's handle holds one). */
+static bool push_self(lua_State *L, lt_status st, lt_tensor *out, int self_idx) {
+  if (st != LT_OK || out != ltb_test_tensor(L, self_idx)) return false;
+  lt_tensor_release(out);
+  lua_pushvalue(L, self_idx);
+  return true;
+}
+
+int ltb_finish_or_self(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out, int self_idx) {
+  return push_self(L, st, out, self_idx) ? 1 : ltb_finish(L, h, st, out);
+}
+
+int ltb_push_result_or_self(lua_State *L, lt_status st, lt_tensor *out, int self_idx) {
+  return push_self(L, st, out, self_idx) ? 1 : ltb_push_result(L, st, out);
 }
 
 size_t ltb_release(ltb_handle *h) {
@@ -262,10 +286,9 @@ static lua_Integer check_index_key(lua_State *L, int idx) {
 static int index_integer(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "index");
   lua_Integer i = check_index_key(L, 2);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = ltb_select(t, 0, i, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* t[i] = v: fill or copy into the view t:select(1, i). */

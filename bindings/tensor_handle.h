@@ -38,6 +38,18 @@ int ltb_finish(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out);
  * when out is the tensor at self_idx, pushes that same userdata instead. */
 int ltb_finish_or_self(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out, int self_idx);
 
+/* Finishes a call whose handle was not made before it: raises the engine's
+ * error when st is not LT_OK, else pushes a new handle owning out, charges
+ * fresh storage and returns 1. The handle is made after the engine call so
+ * that a collection inside it (at a peak) does not find it on the stack:
+ * in generational mode a full collection makes every survivor old, and an
+ * old handle dropped at once would wait for the next full collection
+ * (bindings/memory.c, young collections). A Lua memory error while making
+ * the handle leaves out as the orphan, released by the next such call. */
+int ltb_push_result(lua_State *L, lt_status st, lt_tensor *out);
+/* ltb_finish_or_self's twin for ltb_push_result. */
+int ltb_push_result_or_self(lua_State *L, lt_status st, lt_tensor *out, int self_idx);
+
 /* Drops the handle's reference (idempotent); returns the bytes the allocator
  * got back (0 while a view or another reference keeps the storage). */
 size_t ltb_release(ltb_handle *h);

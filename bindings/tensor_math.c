@@ -37,21 +37,18 @@ static int binary_call(lua_State *L) {
   bool is_int;
   lt_status st;
   if (a && b) {
-    ltb_handle *h = ltb_new_handle(L);
     st = lt_binary(op, a, b, &out);
-    return ltb_finish(L, h, st, out);
+    return ltb_push_result(L, st, out);
   }
   if (a) {
     if (!to_scalar(L, 2, &s, &is_int)) return operand_error(L, 2, name);
-    ltb_handle *h = ltb_new_handle(L);
     st = lt_binary_scalar(op, a, s, is_int, false, &out);
-    return ltb_finish(L, h, st, out);
+    return ltb_push_result(L, st, out);
   }
   if (b) {
     if (!to_scalar(L, 1, &s, &is_int)) return operand_error(L, 1, name);
-    ltb_handle *h = ltb_new_handle(L);
     st = lt_binary_scalar(op, b, s, is_int, true, &out);
-    return ltb_finish(L, h, st, out);
+    return ltb_push_result(L, st, out);
   }
   ltb_check_tensor(L, 1, name); /* raises: neither operand is a tensor */
   return 0;
@@ -75,9 +72,8 @@ static int binary_inplace_call(lua_State *L) {
 static int unary_call(lua_State *L) {
   lt_unary_op op = (lt_unary_op)lua_tointeger(L, lua_upvalueindex(1));
   lt_tensor *a = ltb_check_tensor(L, 1, lt_unary_op_name(op)), *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
-  lt_status st = lt_unary(op, a, &out);
-  return ltb_finish(L, h, st, out);
+  const lt_status st = lt_unary(op, a, &out);
+  return ltb_push_result(L, st, out);
 }
 
 static int unary_inplace_call(lua_State *L) {
@@ -116,9 +112,8 @@ static int tensor_clamp(lua_State *L) {
   double lo, hi;
   read_bounds(L, "clamp", &has_lo, &lo, &has_hi, &hi);
   lua_settop(L, 3);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_clamp(a, has_lo, lo, has_hi, hi, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_clamp_(lua_State *L) {
@@ -210,17 +205,15 @@ static int lt_where_fn(lua_State *L) {
   lt_tensor *a = where_operand(L, 2, ltb_test_tensor(L, 3), c);
   lt_tensor *b = where_operand(L, 3, ltb_test_tensor(L, 2), c);
   lt_tensor *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_where(c, a, b, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_matmul(lua_State *L) {
   lt_tensor *a = ltb_check_tensor(L, 1, "matmul"), *b = ltb_check_tensor(L, 2, "matmul");
   lt_tensor *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_matmul(a, b, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- cat, stack ---- */
@@ -250,9 +243,8 @@ static int join(lua_State *L, bool stack) {
   int ndim = ts[0]->ndim + (stack ? 1 : 0);
   int dim = lua_isnoneornil(L, 2) ? 0 : ltb_check_dim(L, 2, ndim, op);
   lt_tensor *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = stack ? lt_stack(ts, n, dim, &out) : lt_cat(ts, n, dim, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int lt_cat_fn(lua_State *L) { return join(L, false); }
@@ -295,9 +287,8 @@ static int lt_pad_fn(lua_State *L) {
   }
   double value = 0.0;
   ltb_nn_opt_number(L, opts, op, "value", &value);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_constant_pad_nd(x, pad, (int)n, value, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 void ltb_open_tensor_math(lua_State *L, int methods_idx, int core_idx) {

@@ -79,9 +79,8 @@ static int reshape_like(lua_State *L, const char *op, bool view) {
   int next = ltb_check_sizes(L, 2, op, true, shape, &ndim);
   if (!lua_isnone(L, next))
     return ltb_error(L, "%s: unexpected %s after the sizes", op, luaL_typename(L, next));
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = view ? lt_view(t, shape, ndim, &out) : lt_reshape(t, shape, ndim, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_view(lua_State *L) { return reshape_like(L, "view", true); }
@@ -94,34 +93,30 @@ static int tensor_expand(lua_State *L) {
   int next = ltb_check_sizes(L, 2, "expand", true, shape, &ndim);
   if (!lua_isnone(L, next))
     return ltb_error(L, "expand: unexpected %s after the sizes", luaL_typename(L, next));
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_expand(t, shape, ndim, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_expand_as(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "expand_as"), *out = NULL;
   lt_tensor *o = ltb_check_tensor(L, 2, "expand_as");
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_expand(t, o->shape, o->ndim, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_view_as(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "view_as"), *out = NULL;
   lt_tensor *o = ltb_check_tensor(L, 2, "view_as");
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_view(t, o->shape, o->ndim, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_transpose(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "transpose"), *out = NULL;
   int d0 = ltb_check_dim(L, 2, t->ndim, "transpose");
   int d1 = ltb_check_dim(L, 3, t->ndim, "transpose");
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_transpose(t, d0, d1, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* t:t(): the transpose of a matrix (a 0-D or 1-D tensor as it is). */
@@ -129,18 +124,16 @@ static int tensor_t(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "t"), *out = NULL;
   if (t->ndim > 2)
     return ltb_error(L, "t: expected a tensor of at most 2 dimensions, got %d", t->ndim);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = t->ndim < 2 ? lt_alias(t, &out) : lt_transpose(t, 0, 1, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_permute(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "permute"), *out = NULL;
   int dims[LT_MAX_DIMS], n;
   ltb_check_dims(L, 2, t->ndim, "permute", dims, &n);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_permute(t, dims, n, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_flatten(lua_State *L) {
@@ -148,9 +141,8 @@ static int tensor_flatten(lua_State *L) {
   lua_Integer s = ltb_opt_integer(L, 2, "flatten", "the start dimension", 1);
   lua_Integer e = ltb_opt_integer(L, 3, "flatten", "the end dimension", -1);
   int start = ltb_wrap_dim(L, s, t->ndim, "flatten"), end = ltb_wrap_dim(L, e, t->ndim, "flatten");
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_flatten(t, start, end, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_unsqueeze(lua_State *L) {
@@ -159,18 +151,16 @@ static int tensor_unsqueeze(lua_State *L) {
    * (ndim + 1, also -1). */
   int d = ltb_wrap_dim(L, ltb_check_integer(L, 2, "unsqueeze", "a dimension"), t->ndim + 1,
                        "unsqueeze");
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_unsqueeze(t, d, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_squeeze(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "squeeze"), *out = NULL;
   bool all = lua_isnoneornil(L, 2);
   int d = all ? 0 : ltb_check_dim(L, 2, t->ndim, "squeeze");
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = all ? lt_squeeze_all(t, &out) : lt_squeeze(t, d, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_narrow(lua_State *L) {
@@ -181,41 +171,36 @@ static int tensor_narrow(lua_State *L) {
   if (start == 0)
     return ltb_error(L, "narrow: start 0 is out of range for dimension %d (positions start at 1)",
                       d + 1);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_narrow(t, d, start > 0 ? start - 1 : start, length, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_select(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "select"), *out = NULL;
   int d = ltb_check_dim(L, 2, t->ndim, "select");
   lua_Integer i = ltb_check_integer(L, 3, "select", "the index");
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = ltb_select(t, d, i, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- copies and conversions ---- */
 
 static int tensor_clone(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "clone"), *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_clone(t, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_detach(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "detach"), *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_alias(t, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_contiguous(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "contiguous"), *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_contiguous(t, &out);
-  return ltb_finish_or_self(L, h, st, out, 1);
+  return ltb_push_result_or_self(L, st, out, 1);
 }
 
 /* How a conversion runs: copy even when nothing changes; non_blocking lets a
@@ -228,7 +213,6 @@ typedef struct convert_flags {
  * changes and no copy is asked for. */
 static int convert_ex(lua_State *L, lt_tensor *t, bool to_device, lt_device dev, bool to_dtype,
                       lt_dtype dt, convert_flags f) {
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *moved = t, *out = NULL;
   lt_status st = LT_OK;
   bool copy = f.copy;
@@ -242,7 +226,7 @@ static int convert_ex(lua_State *L, lt_tensor *t, bool to_device, lt_device dev,
   if (!to_dtype) dt = moved->dtype;
   st = lt_to_dtype(moved, dt, copy, &out);
   lt_tensor_release(moved);
-  return ltb_finish_or_self(L, h, st, out, 1);
+  return ltb_push_result_or_self(L, st, out, 1);
 }
 
 static int convert(lua_State *L, lt_tensor *t, bool to_device, lt_device dev, bool to_dtype,
@@ -322,9 +306,8 @@ static int tensor_cuda(lua_State *L) {
 /* t:pin_memory(): t in page-locked host memory (torch's pin_memory). */
 static int tensor_pin_memory(lua_State *L) {
   lt_tensor *t = ltb_check_tensor(L, 1, "pin_memory"), *out = NULL;
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = lt_pin_memory(t, &out);
-  return ltb_finish_or_self(L, h, st, out, 1);
+  return ltb_push_result_or_self(L, st, out, 1);
 }
 
 static int tensor_is_pinned(lua_State *L) {

@@ -35,9 +35,8 @@ static int reduce(lua_State *L, const char *op, reduce_fn fn) {
   }
   bool keepdim = opt_keepdim(L, 3, op);
   lua_settop(L, 3);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = fn(t, dims, n, keepdim, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_sum(lua_State *L) { return reduce(L, "sum", lt_sum); }
@@ -50,15 +49,13 @@ static int extreme(lua_State *L, bool is_max) {
   const char *op = is_max ? "max" : "min";
   lt_tensor *t = ltb_check_tensor(L, 1, op), *out = NULL, *indices = NULL;
   if (lua_isnoneornil(L, 2)) {
-    ltb_handle *h = ltb_new_handle(L);
     lt_status st = is_max ? lt_max_all(t, &out) : lt_min_all(t, &out);
-    return ltb_finish(L, h, st, out);
+    return ltb_push_result(L, st, out);
   }
   lt_tensor *other = ltb_test_tensor(L, 2);
   if (other) {
-    ltb_handle *h = ltb_new_handle(L);
     lt_status st = lt_binary(is_max ? LT_OP_MAXIMUM : LT_OP_MINIMUM, t, other, &out);
-    return ltb_finish(L, h, st, out);
+    return ltb_push_result(L, st, out);
   }
   int dim = ltb_check_dim(L, 2, t->ndim, op);
   bool keepdim = opt_keepdim(L, 3, op);
@@ -84,10 +81,9 @@ static int arg_extreme(lua_State *L, bool is_max) {
   int dim = all ? 0 : ltb_check_dim(L, 2, t->ndim, op);
   bool keepdim = opt_keepdim(L, 3, op);
   lua_settop(L, 3);
-  ltb_handle *h = ltb_new_handle(L);
   lt_status st = is_max ? lt_argmax(t, dim, all, keepdim, 1, &out)
                         : lt_argmin(t, dim, all, keepdim, 1, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int tensor_argmax(lua_State *L) { return arg_extreme(L, true); }

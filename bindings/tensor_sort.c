@@ -98,10 +98,9 @@ static int gather_fn(lua_State *L) {
   const int dim = ltb_check_dim(L, 2, t->ndim, op);
   lt_tensor *index = ltb_check_tensor(L, 3, op);
   lua_settop(L, 3);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_gather(t, dim, index, 1, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 /* ---- scatter(t, dim, index, src | number), scatter_add(t, dim, index, src)
@@ -128,10 +127,9 @@ static int scatter_call(lua_State *L, bool add, bool in_place) {
     lua_settop(L, 1);
     return 1;
   }
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_scatter(t, dim, index, 1, src, value, add, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 static int scatter_fn(lua_State *L) { return scatter_call(L, false, false); }
@@ -155,10 +153,9 @@ static int multinomial_fn(lua_State *L) {
   const bool seeded = ltb_nn_opt_integer(L, opts, op, "seed", &seed);
   gen.seed = (uint64_t)seed;
   lua_settop(L, 3);
-  ltb_handle *h = ltb_new_handle(L);
   lt_tensor *out = NULL;
   lt_status st = lt_multinomial(probs, (int64_t)n, replacement, 1, seeded ? &gen : NULL, &out);
-  return ltb_finish(L, h, st, out);
+  return ltb_push_result(L, st, out);
 }
 
 void ltb_open_tensor_sort(lua_State *L, int methods_idx, int core_idx) {

@@ -44,6 +44,21 @@ void lt_alloc_set_collect_marks(lt_device dev, size_t allocated_mark, size_t req
   pthread_mutex_unlock(&da->lock);
 }
 
+static bool within_marks(const lt_device_allocator *da, size_t nbytes, size_t mark, size_t mark_requested) {
+  const size_t after = (size_t)da->stats.allocated_bytes[LT_POOL_ALL].current + lt_round_size(nbytes);
+  const size_t after_requested = (size_t)da->stats.requested_bytes[LT_POOL_ALL].current + nbytes;
+  return !((mark != 0 && after > mark) || (mark_requested != 0 && after_requested > mark_requested));
+}
+
+bool lt_alloc_within_marks(lt_device dev, size_t nbytes, size_t allocated_mark, size_t requested_mark) {
+  lt_device_allocator *da = lt_device_allocator_of(dev);
+  if (!da) return true;
+  pthread_mutex_lock(&da->lock);
+  const bool within = within_marks(da, nbytes, allocated_mark, requested_mark);
+  pthread_mutex_unlock(&da->lock);
+  return within;
+}
+
 void lt_alloc_before(lt_device_allocator *da, size_t nbytes) {
   /* A finalizer allocating inside a collection; a request that will fail. */
   if (running_hook || nbytes > LT_MAX_REQUEST) return;
@@ -53,10 +68,7 @@ void lt_alloc_before(lt_device_allocator *da, size_t nbytes) {
   pthread_mutex_unlock(&hook_lock);
   if (!hook) return; /* the marks wait for a hook */
   pthread_mutex_lock(&da->lock);
-  const size_t mark = da->collect_mark, mark_requested = da->collect_mark_requested;
-  const size_t after = (size_t)da->stats.allocated_bytes[LT_POOL_ALL].current + lt_round_size(nbytes);
-  const size_t after_requested = (size_t)da->stats.requested_bytes[LT_POOL_ALL].current + nbytes;
-  const bool run = (mark != 0 && after > mark) || (mark_requested != 0 && after_requested > mark_requested);
+  const bool run = !within_marks(da, nbytes, da->collect_mark, da->collect_mark_requested);
   if (run) {
     da->collect_mark = da->collect_mark_requested = 0; /* the hook sets the next ones */
     da->stats.num_peak_collections++;

@@ -102,6 +102,9 @@ LT_API void lt_alloc_set_oom_hook(lt_oom_hook hook, void *ud);
  * hook (it may free). */
 LT_API void lt_alloc_set_peak_hook(lt_oom_hook hook, void *ud);
 LT_API void lt_alloc_set_collect_marks(lt_device dev, size_t allocated_mark, size_t requested_mark);
+/* Whether an allocation of nbytes on dev now stays within the given marks
+ * (the test the peak hook's caller makes, with the same rounding). */
+LT_API bool lt_alloc_within_marks(lt_device dev, size_t nbytes, size_t allocated_mark, size_t requested_mark);
 
 /* Allocates nbytes (0 allowed: gives a valid block of no bytes) on dev.
  * The order: a cached block, a fresh segment of the usual size; then the
