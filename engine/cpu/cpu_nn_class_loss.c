@@ -73,25 +73,45 @@ NN_INLINE double logsumexp(const class_job *j, int64_t base, bool f64) {
   return max + log(sum);
 }
 
-/* The same for a contiguous float32 row (class-last logits, the usual [N, C]), in float
- * lanes that vectorise (cpu_rows.h): a NaN logit makes its exponential, the sum and the
- * result NaN, as the double form's max does. */
-NN_INLINE double logsumexp_row_f32(const class_job *j, int64_t base) {
-  const float *z = (const float *)j->z + base;
-  const float max = row_max_f32(z, j->c);
-  return (double)max + log(row_exp_sum_f32(z, NULL, j->c, max));
+/* The same for `rows` contiguous float32 rows from element e (class-last logits, the usual
+ * [N, C]), in float lanes that vectorise (cpu_rows.h, a group of rows at once): a NaN logit
+ * makes its exponential, the sum and the result NaN, as the double form's max does. */
+NN_INLINE void logsumexp_rows_f32(const class_job *j, int64_t e, int rows, double *lse) {
+  const float *z = (const float *)j->z + e * j->c;
+  float max[ROW_GROUP];
+  rows_max_f32(z, j->c, j->c, rows, max);
+  rows_reduce_f32(ROW_EXP, z, NULL, NULL, j->c, j->c, max, rows, lse);
+  for (int g = 0; g < rows; g++) lse[g] = (double)max[g] + log(lse[g]);
+}
+
+/* The log-sum-exp of element e (of a block ending before e1): float32 class-last rows a
+ * group at a time into lses, whose first row is element *first; the rest one by one. */
+NN_INLINE double element_lse(const class_job *j, int64_t e, int64_t e1, bool f64, double *lses,
+                             int64_t *first) {
+  if (f64 || j->inner != 1) return logsumexp(j, logit_base(j, e), f64);
+  if (e < *first || e >= *first + ROW_GROUP) {
+    if (e1 - e < ROW_GROUP) {
+      double lse;
+      logsumexp_rows_f32(j, e, 1, &lse);
+      return lse;
+    }
+    *first = e;
+    logsumexp_rows_f32(j, e, ROW_GROUP, lses);
+  }
+  return lses[e - *first];
 }
 
 NN_INLINE void forward_impl(class_job *j, int64_t b0, int64_t b1, bool f64) {
   const double eps = j->o->label_smoothing;
   for (int64_t blk = b0; blk < b1; blk++) {
     const int64_t e0 = blk * j->elements / j->blocks, e1 = (blk + 1) * j->elements / j->blocks;
-    double block_loss = 0.0, block_weight = 0.0;
+    double block_loss = 0.0, block_weight = 0.0, lses[ROW_GROUP];
+    int64_t first = -ROW_GROUP; /* no row's lse in lses yet */
     for (int64_t e = e0; e < e1; e++) {
       const int64_t base = logit_base(j, e), y = class_of(j, e);
       double lse = 0.0;
       if (!j->log_probs) {
-        lse = f64 || j->inner != 1 ? logsumexp(j, base, f64) : logsumexp_row_f32(j, base);
+        lse = element_lse(j, e, e1, f64, lses, &first);
         nn_st(j->lse, e, f64, lse);
       }
       double loss = 0.0, wy = 0.0;
@@ -179,7 +199,7 @@ NN_INLINE void backward_row_f32(const class_job *j, int64_t base, int64_t y, flo
       gz[c] = hard * p + (soft_p * p - soft * (w ? w[c] : 1.0f));
     }
   else
-    for (int64_t c = 0; c < j->c; c++) gz[c] = hard * vm_expf_neg(z[c] - lse);
+    row_scaled_exp_f32(gz, z, j->c, lse, hard);
   gz[y] -= hard;
 }
 

@@ -47,13 +47,20 @@ NN_INLINE void ln_forward_impl(const ln_job *j, int64_t r0, int64_t r1, bool f64
  * cancellation) in float lanes that vectorise (cpu_rows.h, sums into double per block),
  * and the normalised row in float. */
 
-NN_INLINE void ln_row_stats_f32(const ln_job *j, int64_t r) {
+/* The mean and rstd of `rows` rows from row r (cpu_rows.h's groups). */
+NN_INLINE void ln_row_group_stats_f32(const ln_job *j, int64_t r, int rows) {
   const int64_t d = j->d;
   const float *x = (const float *)j->x + r * d;
-  const double mean = d > 0 ? row_dot_f32(x, NULL, d) / (double)d : NAN;
-  const double var = d > 0 ? row_centered_squares_f32(x, d, (float)mean) / (double)d : NAN;
-  ((float *)j->mean_out)[r] = (float)mean;
-  ((float *)j->rstd_out)[r] = (float)(1.0 / sqrt(var + j->eps));
+  double sum[ROW_GROUP], squares[ROW_GROUP], mean[ROW_GROUP];
+  float meanf[ROW_GROUP];
+  rows_reduce_f32(ROW_SUM, x, NULL, NULL, d, d, NULL, rows, sum);
+  for (int g = 0; g < rows; g++) mean[g] = d > 0 ? sum[g] / (double)d : NAN, meanf[g] = (float)mean[g];
+  rows_reduce_f32(ROW_SQUARES, x, NULL, NULL, d, d, meanf, rows, squares);
+  for (int g = 0; g < rows; g++) {
+    const double var = d > 0 ? squares[g] / (double)d : NAN;
+    ((float *)j->mean_out)[r + g] = meanf[g];
+    ((float *)j->rstd_out)[r + g] = (float)(1.0 / sqrt(var + j->eps));
+  }
 }
 
 NN_INLINE void ln_row_normalise_f32(const ln_job *j, int64_t r) {
@@ -73,10 +80,10 @@ NN_INLINE void ln_row_normalise_f32(const ln_job *j, int64_t r) {
 }
 
 NN_INLINE void ln_forward_f32(const ln_job *j, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; r++) {
-    ln_row_stats_f32(j, r);
-    ln_row_normalise_f32(j, r);
-  }
+  int64_t r = r0;
+  for (; r + ROW_GROUP <= r1; r += ROW_GROUP) ln_row_group_stats_f32(j, r, ROW_GROUP);
+  for (; r < r1; r++) ln_row_group_stats_f32(j, r, 1);
+  for (r = r0; r < r1; r++) ln_row_normalise_f32(j, r);
 }
 
 LT_CPU_CLONES static void ln_forward_range(void *ctx, int64_t r0, int64_t r1) {
@@ -128,22 +135,36 @@ NN_INLINE void ln_input_grad_impl(const ln_job *j, int64_t r0, int64_t r1, bool 
  * row in a stack buffer while it fits, then one fused update. */
 #define LN_ROW_MAX 4096
 
-NN_INLINE void ln_input_grad_f32(const ln_job *j, int64_t r0, int64_t r1) {
+/* `rows` rows from row r, g = go w and xhat of each kept in buffers of LN_ROW_MAX. */
+NN_INLINE void ln_input_grad_group_f32(const ln_job *j, int64_t r, int rows, float *g, float *xhat) {
   const int64_t d = j->d;
   const float *w = j->w;
-  float g[LN_ROW_MAX], xhat[LN_ROW_MAX];
-  for (int64_t r = r0; r < r1; r++) {
-    const float *x = (const float *)j->x + r * d, *go = (const float *)j->go + r * d;
-    float *gx = (float *)j->gx + r * d;
-    const float mean = ((const float *)j->mean)[r], rstd = ((const float *)j->rstd)[r];
+  for (int q = 0; q < rows; q++) {
+    const float *x = (const float *)j->x + (r + q) * d, *go = (const float *)j->go + (r + q) * d;
+    const float mean = ((const float *)j->mean)[r + q], rstd = ((const float *)j->rstd)[r + q];
     for (int64_t k = 0; k < d; k++) {
-      g[k] = w ? go[k] * w[k] : go[k];
-      xhat[k] = (x[k] - mean) * rstd;
+      g[q * d + k] = w ? go[k] * w[k] : go[k];
+      xhat[q * d + k] = (x[k] - mean) * rstd;
     }
-    const float mean_g = (float)(row_dot_f32(g, NULL, d) / (double)d);
-    const float mean_g_xhat = (float)(row_dot_f32(g, xhat, d) / (double)d);
-    for (int64_t k = 0; k < d; k++) gx[k] = rstd * (g[k] - mean_g - xhat[k] * mean_g_xhat);
   }
+  double sum_g[ROW_GROUP], sum_g_xhat[ROW_GROUP];
+  rows_reduce_f32(ROW_SUM, g, NULL, NULL, d, d, NULL, rows, sum_g);
+  rows_reduce_f32(ROW_DOT, g, xhat, NULL, d, d, NULL, rows, sum_g_xhat);
+  for (int q = 0; q < rows; q++) {
+    const float rstd = ((const float *)j->rstd)[r + q];
+    const float mean_g = (float)(sum_g[q] / (double)d), mean_g_xhat = (float)(sum_g_xhat[q] / (double)d);
+    const float *gq = g + q * d, *xq = xhat + q * d;
+    float *gx = (float *)j->gx + (r + q) * d;
+    for (int64_t k = 0; k < d; k++) gx[k] = rstd * (gq[k] - mean_g - xq[k] * mean_g_xhat);
+  }
+}
+
+NN_INLINE void ln_input_grad_f32(const ln_job *j, int64_t r0, int64_t r1) {
+  float g[LN_ROW_MAX], xhat[LN_ROW_MAX];
+  int64_t r = r0;
+  if (j->d * ROW_GROUP <= LN_ROW_MAX)
+    for (; r + ROW_GROUP <= r1; r += ROW_GROUP) ln_input_grad_group_f32(j, r, ROW_GROUP, g, xhat);
+  for (; r < r1; r++) ln_input_grad_group_f32(j, r, 1, g, xhat);
 }
 
 LT_CPU_CLONES static void ln_input_grad_range(void *ctx, int64_t r0, int64_t r1) {

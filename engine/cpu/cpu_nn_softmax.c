@@ -82,20 +82,30 @@ NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, lt_dty
  * pass vectorises (a GPT row of 64 is four AVX-512 vectors, with no scalar tail). A NaN
  * anywhere makes its exponential NaN, hence the sum and the whole row (the maximum need
  * not look for it); a row of -inf has max -inf and gives NaN, as PyTorch. */
-NN_INLINE void softmax_rows_f32(const softmax_job *j, int64_t r0, int64_t r1) {
+/* `rows` rows from row r (cpu_rows.h's groups: a constant where inlined). */
+NN_INLINE void softmax_row_group_f32(const softmax_job *j, int64_t r, int rows) {
   const int64_t n = j->g.size;
-  for (int64_t r = r0; r < r1; r++) {
-    const float *x = (const float *)j->x + r * n;
-    float *y = (float *)j->out + r * n;
-    const float m = row_max_f32(x, n);
+  const float *x = (const float *)j->x + r * n;
+  float *y = (float *)j->out + r * n;
+  float m[ROW_GROUP];
+  double sum[ROW_GROUP];
+  rows_max_f32(x, n, n, rows, m);
+  rows_reduce_f32(ROW_EXP, x, NULL, j->log ? NULL : y, n, n, m, rows, sum);
+  for (int g = 0; g < rows; g++) {
     if (j->log) {
-      const float shift = (float)((double)m + log(row_exp_sum_f32(x, NULL, n, m)));
-      for (int64_t k = 0; k < n; k++) y[k] = x[k] - shift;
+      const float shift = (float)((double)m[g] + log(sum[g]));
+      row_scale_add_f32(y + g * n, x + g * n, n, 1.0f, -shift); /* x - shift, exactly */
     } else {
-      const float inv = (float)(1.0 / row_exp_sum_f32(x, y, n, m));
-      for (int64_t k = 0; k < n; k++) y[k] *= inv;
+      /* exponentials are >= +0: adding 0 keeps them */
+      row_scale_add_f32(y + g * n, y + g * n, n, (float)(1.0 / sum[g]), 0.0f);
     }
   }
+}
+
+NN_INLINE void softmax_rows_f32(const softmax_job *j, int64_t r0, int64_t r1) {
+  int64_t r = r0;
+  for (; r + ROW_GROUP <= r1; r += ROW_GROUP) softmax_row_group_f32(j, r, ROW_GROUP);
+  for (; r < r1; r++) softmax_row_group_f32(j, r, 1);
 }
 
 LT_CPU_CLONES static void softmax_rows_range(void *ctx, int64_t r0, int64_t r1) {
@@ -104,17 +114,32 @@ LT_CPU_CLONES static void softmax_rows_range(void *ctx, int64_t r0, int64_t r1) 
 
 /* The gradients of the generic backward below, a float32 row at a time: one dot product
  * (or sum) and one fused update. */
-NN_INLINE void softmax_backward_rows_f32(const softmax_job *j, int64_t r0, int64_t r1) {
+NN_INLINE void softmax_backward_row_group_f32(const softmax_job *j, int64_t r, int rows) {
   const int64_t n = j->g.size;
-  for (int64_t r = r0; r < r1; r++) {
-    const float *go = (const float *)j->go + r * n, *y = (const float *)j->y + r * n;
-    float *gx = (float *)j->out + r * n;
-    const float dot = (float)row_dot_f32(go, j->log ? NULL : y, n);
-    if (j->log)
-      for (int64_t k = 0; k < n; k++) gx[k] = go[k] - vm_expf_neg(y[k]) * dot;
-    else
-      for (int64_t k = 0; k < n; k++) gx[k] = y[k] * (go[k] - dot);
+  const float *go0 = (const float *)j->go + r * n, *y0 = (const float *)j->y + r * n;
+  double dots[ROW_GROUP];
+  rows_reduce_f32(j->log ? ROW_SUM : ROW_DOT, go0, y0, NULL, n, n, NULL, rows, dots);
+  for (int g = 0; g < rows; g++) {
+    const float *go = go0 + g * n, *y = y0 + g * n;
+    float *gx = (float *)j->out + (r + g) * n;
+    const float dot = (float)dots[g];
+    int64_t k = 0;
+    if (j->log) {
+      for (; k + ROW_LANES <= n; k += ROW_LANES)
+        rv_store(gx + k, rv_load(go + k) - rv_expf_neg(rv_load(y + k)) * dot);
+      for (; k < n; k++) gx[k] = go[k] - vm_expf_neg(y[k]) * dot;
+    } else {
+      for (; k + ROW_LANES <= n; k += ROW_LANES)
+        rv_store(gx + k, rv_load(y + k) * (rv_load(go + k) - dot));
+      for (; k < n; k++) gx[k] = y[k] * (go[k] - dot);
+    }
   }
+}
+
+NN_INLINE void softmax_backward_rows_f32(const softmax_job *j, int64_t r0, int64_t r1) {
+  int64_t r = r0;
+  for (; r + ROW_GROUP <= r1; r += ROW_GROUP) softmax_backward_row_group_f32(j, r, ROW_GROUP);
+  for (; r < r1; r++) softmax_backward_row_group_f32(j, r, 1);
 }
 
 LT_CPU_CLONES static void softmax_backward_rows_range(void *ctx, int64_t r0, int64_t r1) {

@@ -75,21 +75,28 @@ VM_INLINE float vm_expf(float x) {
  * softmax weight of 1e-38 changes no float32 sum, and an underflowing multiply takes a
  * microcode assist. exp(0) is exactly 1 (the row's maximum); NaN gives NaN, -inf 0;
  * within 2 ulp of exp on [-87, 0] (tests/c/test_vmath.c). */
-VM_INLINE float vm_expf_neg(float x) {
-  const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f,
-              ln2_lo = 1.42860682030941723e-6f, round_magic = 12582912.0f; /* 1.5 * 2^23 */
-  const int zero = x < -87.0f; /* NaN is not */
-  const float xc = vm_select(zero, 0.0f, x);
-  float k = (xc * log2e + round_magic) - round_magic; /* round to nearest */
-  k = vm_select(k == k, k, 0.0f);                     /* NaN: r below carries it */
-  const float r = (xc - k * ln2_hi) - k * ln2_lo;
-  float q = 8.290314116e-03f;
-  q = q * r + 4.189793020e-02f;
-  q = q * r + 1.666763574e-01f;
-  q = q * r + 4.999915063e-01f;
-  q = q * r + 9.999997020e-01f;
-  return vm_select(zero, 0.0f, (1.0f + r * q) * vm_pow2i((int32_t)k));
-}
+/* The function is written once for a float and for cpu_rows.h's vector of floats: T the
+ * type, M a comparison's result, SEL(m, a, b) the select, POW2(k) 2^k for a whole k. */
+#define VM_DEFINE_EXPF_NEG(NAME, T, M, SEL, POW2)                                             \
+  VM_INLINE T NAME(T x) {                                                                     \
+    const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f,                   \
+                ln2_lo = 1.42860682030941723e-6f, round_magic = 12582912.0f; /* 1.5 * 2^23 */ \
+    const T zero = (T){0};                                                                    \
+    const M under = x < -87.0f; /* NaN is not */                                              \
+    const T xc = SEL(under, zero, x);                                                         \
+    T k = (xc * log2e + round_magic) - round_magic; /* round to nearest */                    \
+    k = SEL(k == k, k, zero);                       /* NaN: r below carries it */             \
+    const T r = (xc - k * ln2_hi) - k * ln2_lo;                                               \
+    T q = zero + 8.290314116e-03f;                                                            \
+    q = q * r + 4.189793020e-02f;                                                             \
+    q = q * r + 1.666763574e-01f;                                                             \
+    q = q * r + 4.999915063e-01f;                                                             \
+    q = q * r + 9.999997020e-01f;                                                             \
+    return SEL(under, zero, (1.0f + r * q) * POW2(k));                                        \
+  }
+
+#define VM_POW2_OF_FLOAT(k) vm_pow2i((int32_t)(k))
+VM_DEFINE_EXPF_NEG(vm_expf_neg, float, int, vm_select, VM_POW2_OF_FLOAT)
 
 VM_INLINE float vm_copysign(float magnitude, float sign) {
   return vm_from_bits((vm_bits(magnitude) & 0x7fffffffu) | (vm_bits(sign) & 0x80000000u));
