@@ -386,20 +386,55 @@ static void set_marks(lt_device dev, usage live, usage slack) {
  * (luaopen_lt_core), and what a script dropped since the last collection,
  * the usual garbage at a mark (a loop dropping each result, a step's
  * temporaries), is young. It marks only the young objects and the old ones
- * they touch, a few microseconds where a full collection of lt's heap takes
- * tens. If the allocation then fits under the marks, they stay as they were
- * (what is live was not measured: old garbage may remain); else the full
- * collection runs as before. */
-static bool young_collection_fits(lua_State *L, lt_device dev, size_t nbytes) {
+ * they touch, a few tenths of a microsecond where a full collection of lt's
+ * heap takes tens. If the allocation then fits under the marks, they stay as
+ * they were (what is live was not measured: old garbage may remain); else a
+ * full collection runs.
+ *
+ * A full collection in generational mode makes every survivor old, the
+ * handles of the tensors a loop is using included, and when the loop drops
+ * them at its next peak the young collection finds nothing (a forward and
+ * backward each iteration, where the peak falls while the iteration's
+ * tensors are alive). Then the collector goes incremental, whose full
+ * collection costs about 4/5 of a generational one, and tries generational
+ * again every PEAK_GEN_RETRY peaks, through the full collection that the
+ * switch runs anyway. lt owns the mode: collectgarbage("incremental") or
+ * ("generational") holds only until the next peak collection. */
+#define PEAK_GEN_RETRY 16
+
+static bool generational = true;
+static unsigned peaks_incremental; /* peak collections since the switch to incremental */
+
+/* young_collection_fits's answers. */
+typedef enum { YOUNG_NOT_TRIED, YOUNG_SHORT, YOUNG_FITS } young_result;
+
+static young_result young_collection_fits(lua_State *L, lt_device dev, size_t nbytes) {
   pressure *p = &pressures[slot_of(dev)];
-  if (!lua_gc(L, LUA_GCISRUNNING) || p->live_max.blocks == 0) return false;
+  if (!generational || !lua_gc(L, LUA_GCISRUNNING) || p->live_max.blocks == 0) return YOUNG_NOT_TRIED;
   in_hook = true;
   lua_gc(L, LUA_GCSTEP, 0); /* generational mode: a young collection */
   in_hook = false;
-  if (!lt_alloc_within_marks(dev, nbytes, p->marks.blocks, p->marks.requested)) return false;
+  if (!lt_alloc_within_marks(dev, nbytes, p->marks.blocks, p->marks.requested)) return YOUNG_SHORT;
   lt_alloc_set_collect_marks(dev, p->marks.blocks, p->marks.requested);
   for (int i = 0; i < NSLOTS; i++) pressures[i].debt = 0;
-  return true;
+  return YOUNG_FITS;
+}
+
+/* The full collection of a peak, in the mode the young collection's result asks for. */
+static void peak_full_collection(lua_State *L, young_result young) {
+  in_hook = true;
+  if (young == YOUNG_SHORT) {
+    lua_gc(L, LUA_GCINC, 0, 0, 0);
+    generational = false;
+    peaks_incremental = 0;
+    lua_gc(L, LUA_GCCOLLECT);
+  } else if (!generational && ++peaks_incremental >= PEAK_GEN_RETRY) {
+    lua_gc(L, LUA_GCGEN, 0, 0); /* a full collection that makes the survivors old */
+    generational = true;
+  } else {
+    lua_gc(L, LUA_GCCOLLECT);
+  }
+  in_hook = false;
 }
 
 static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
@@ -418,11 +453,10 @@ static void peak_hook(void *ud, lt_device dev, size_t nbytes) {
     set_marks(dev, need, (usage){wait, wait});
     return;
   }
-  if (young_collection_fits(L, dev, nbytes)) return;
+  const young_result young = young_collection_fits(L, dev, nbytes);
+  if (young == YOUNG_FITS) return;
   const usage before = usage_now(dev);
-  in_hook = true;
-  lua_gc(L, LUA_GCCOLLECT);
-  in_hook = false;
+  peak_full_collection(L, young);
   clear_debts();
   const usage after = usage_now(dev), live = usage_plus(after, nbytes);
   const usage slack = peak_slack(p->live_max, p->backoff);
@@ -467,6 +501,7 @@ static void install_oom_hook(lua_State *L) {
   lua_State *main = lua_tothread(L, -1);
   lua_pop(L, 1);
   hook_state = main;
+  generational = true; /* luaopen_lt_core's mode */
   lt_alloc_set_oom_hook(oom_hook, main);
   /* LT_PEAK_COLLECT=0 turns peak collections off, as
    * lt.memory._peak_collect(false) does: for the benchmarks that measure
