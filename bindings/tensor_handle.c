@@ -132,21 +132,11 @@ int ltb_push_result(lua_State *L, lt_status st, lt_tensor *out) {
   return ltb_finish(L, h, LT_OK, out);
 }
 
-/* out is the tensor at self_idx (contiguous, to, dropout in eval): push that
- * same userdata and drop out's extra reference (self's handle holds one). */
-static bool push_self(lua_State *L, lt_status st, lt_tensor *out, int self_idx) {
-  if (st != LT_OK || out != ltb_test_tensor(L, self_idx)) return false;
-  lt_tensor_release(out);
-  lua_pushvalue(L, self_idx);
-  return true;
-}
-
-int ltb_finish_or_self(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out, int self_idx) {
-  return push_self(L, st, out, self_idx) ? 1 : ltb_finish(L, h, st, out);
-}
-
 int ltb_push_result_or_self(lua_State *L, lt_status st, lt_tensor *out, int self_idx) {
-  return push_self(L, st, out, self_idx) ? 1 : ltb_push_result(L, st, out);
+  if (st != LT_OK || out != ltb_test_tensor(L, self_idx)) return ltb_push_result(L, st, out);
+  lt_tensor_release(out); /* the extra reference: self's handle already holds one */
+  lua_pushvalue(L, self_idx);
+  return 1;
 }
 
 size_t ltb_release(ltb_handle *h) {

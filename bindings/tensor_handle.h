@@ -27,17 +27,15 @@ lt_tensor *ltb_check_tensor(lua_State *L, int idx, const char *op);
  * raises "op: element i of the list is a freed tensor" (or not a tensor). */
 lt_tensor *ltb_list_tensor(lua_State *L, const char *op, lua_Integer i);
 
-/* Pushes an empty handle (tensor NULL, metatable set). Create it before the
- * engine call that fills it so that a Lua memory error cannot leak a tensor. */
+/* Pushes an empty handle (tensor NULL, metatable set), for a call that fills
+ * it as it goes (several results, or a tensor it must own before it raises);
+ * a call with one result uses ltb_push_result instead. Created before the
+ * engine call, so that a Lua memory error cannot leak a tensor. */
 ltb_handle *ltb_new_handle(lua_State *L);
 /* Finishes a call: raises the engine's error when st is not LT_OK, else stores
  * out (whose reference the handle now owns) in h, charges freshly allocated
  * storage to the collector and returns 1 (the handle is on the stack top). */
 int ltb_finish(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out);
-/* Like ltb_finish for ops that may hand back their input (contiguous, to):
- * when out is the tensor at self_idx, pushes that same userdata instead. */
-int ltb_finish_or_self(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out, int self_idx);
-
 /* Finishes a call whose handle was not made before it: raises the engine's
  * error when st is not LT_OK, else pushes a new handle owning out, charges
  * fresh storage and returns 1. The handle is made after the engine call so
@@ -47,7 +45,8 @@ int ltb_finish_or_self(lua_State *L, ltb_handle *h, lt_status st, lt_tensor *out
  * (bindings/memory.c, young collections). A Lua memory error while making
  * the handle leaves out as the orphan, released by the next such call. */
 int ltb_push_result(lua_State *L, lt_status st, lt_tensor *out);
-/* ltb_finish_or_self's twin for ltb_push_result. */
+/* For ops that may hand back their input (contiguous, to, dropout in eval):
+ * when out is the tensor at self_idx, pushes that same userdata instead. */
 int ltb_push_result_or_self(lua_State *L, lt_status st, lt_tensor *out, int self_idx);
 
 /* Drops the handle's reference (idempotent); returns the bytes the allocator
