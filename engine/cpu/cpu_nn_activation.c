@@ -48,30 +48,29 @@ NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, lt_dtype dt) 
   for (int64_t i = i0; i < i1; i++) nn_st_dt(j->out, i, dt, gelu_value(nn_ld_dt(j->x, i, dt), j->approx));
 }
 
-/* float32: the same formulas in float, with cpu_vmath.h's tanh and exp and its erf made for
- * GELU (vm_erff_gelu), so that the loops vectorise (PyTorch computes float32 GELU in float
- * too); the approximation is chosen once per range, outside the loops. The erf form is
- * written x/2 (1 + erf) as in double, so that -inf gives NaN and large negative x -0.
+/* float32: the same formulas in float, with cpu_vmath.h's tanh and exp and its Phi(x) - 1/2
+ * made for GELU (vm_phi_centered), so that the loops vectorise (PyTorch computes float32
+ * GELU in float too); the approximation is chosen once per range, outside the loops. The
+ * erf form is x (1/2 + (Phi - 1/2)): -inf gives NaN as in double, large negative x -0.
  * The derivative's exp(-x^2/2) never has a positive argument: vm_expf_neg. */
 NN_INLINE void gelu_f32(const act_job *j, int64_t i0, int64_t i1) {
   const float *x = j->x;
   float *o = j->out;
-  const float c = (float)SQRT_2_OVER_PI, kappa = (float)GELU_KAPPA, h = (float)SQRT_HALF;
+  const float c = (float)SQRT_2_OVER_PI, kappa = (float)GELU_KAPPA;
   if (j->approx == LT_GELU_TANH) {
     for (int64_t i = i0; i < i1; i++) {
       const float v = x[i];
       o[i] = 0.5f * v * (1.0f + vm_tanhf(c * (v + kappa * v * v * v)));
     }
   } else {
-    for (int64_t i = i0; i < i1; i++) o[i] = 0.5f * x[i] * (1.0f + vm_erff_gelu(x[i] * h));
+    for (int64_t i = i0; i < i1; i++) o[i] = x[i] * (0.5f + vm_phi_centered(x[i]));
   }
 }
 
 NN_INLINE void gelu_backward_f32(const act_job *j, int64_t i0, int64_t i1) {
   const float *x = j->x, *go = j->go;
   float *o = j->out;
-  const float c = (float)SQRT_2_OVER_PI, kappa = (float)GELU_KAPPA, h = (float)SQRT_HALF,
-              inv_sqrt_2pi = (float)INV_SQRT_2PI;
+  const float c = (float)SQRT_2_OVER_PI, kappa = (float)GELU_KAPPA, inv_sqrt_2pi = (float)INV_SQRT_2PI;
   if (j->approx == LT_GELU_TANH) {
     for (int64_t i = i0; i < i1; i++) {
       const float v = x[i], t = vm_tanhf(c * (v + kappa * v * v * v));
@@ -80,7 +79,7 @@ NN_INLINE void gelu_backward_f32(const act_job *j, int64_t i0, int64_t i1) {
   } else {
     for (int64_t i = i0; i < i1; i++) {
       const float v = x[i];
-      o[i] = go[i] * (0.5f * (1.0f + vm_erff_gelu(v * h)) + v * inv_sqrt_2pi * vm_expf_neg(-0.5f * v * v));
+      o[i] = go[i] * ((0.5f + vm_phi_centered(v)) + v * inv_sqrt_2pi * vm_expf_neg(-0.5f * v * v));
     }
   }
 }
