@@ -79,27 +79,31 @@ VM_INLINE float vm_expf(float x) {
  * microcode assist. exp(0) is exactly 1 (the row's maximum); NaN gives NaN, -inf 0;
  * within 2 ulp of exp on [-87, 0] (tests/c/test_vmath.c). */
 /* The function is written once for a float and for cpu_rows.h's vector of floats: T the
- * type, M a comparison's result, SEL(m, a, b) the select, POW2(k) 2^k for a whole k. */
-#define VM_DEFINE_EXPF_NEG(NAME, T, M, SEL, POW2)                                             \
+ * type, M a comparison's result, SEL(m, a, b) the select, FMA(a, b, c) a * b + c rounded
+ * once (fmaf, or its lanes': one instruction in the FMA clones, the same result from libm
+ * in the baseline), POW2(t) 2^k from t = 1.5 * 2^23 + k, whose low bits are k: shifted
+ * into the exponent field, the 1.5 * 2^23 above them falls out, so there is no conversion
+ * (and a NaN's bits give a factor that keeps the result NaN). k ln2_hi is exact (ln2_hi
+ * has 16 bits), so fusing it changes nothing; the low part's product is rounded once. */
+#define VM_DEFINE_EXPF_NEG(NAME, T, M, SEL, FMA, POW2)                                        \
   VM_INLINE T NAME(T x) {                                                                     \
     const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f,                   \
                 ln2_lo = 1.42860682030941723e-6f, round_magic = 12582912.0f; /* 1.5 * 2^23 */ \
     const T zero = (T){0};                                                                    \
     const M under = x < -87.0f; /* NaN is not */                                              \
     const T xc = SEL(under, zero, x);                                                         \
-    T k = (xc * log2e + round_magic) - round_magic; /* round to nearest */                    \
-    k = SEL(k == k, k, zero);                       /* NaN: r below carries it */             \
-    const T r = (xc - k * ln2_hi) - k * ln2_lo;                                               \
+    const T t = FMA(xc, zero + log2e, zero + round_magic), k = t - round_magic;              \
+    const T r = FMA(k, zero - ln2_lo, FMA(k, zero - ln2_hi, xc));                             \
     T q = zero + 8.290314116e-03f;                                                            \
-    q = q * r + 4.189793020e-02f;                                                             \
-    q = q * r + 1.666763574e-01f;                                                             \
-    q = q * r + 4.999915063e-01f;                                                             \
-    q = q * r + 9.999997020e-01f;                                                             \
-    return SEL(under, zero, (1.0f + r * q) * POW2(k));                                        \
+    q = FMA(q, r, zero + 4.189793020e-02f);                                                   \
+    q = FMA(q, r, zero + 1.666763574e-01f);                                                   \
+    q = FMA(q, r, zero + 4.999915063e-01f);                                                   \
+    q = FMA(q, r, zero + 9.999997020e-01f);                                                   \
+    return SEL(under, zero, FMA(r, q, zero + 1.0f) * POW2(t));                                \
   }
 
-#define VM_POW2_OF_FLOAT(k) vm_pow2i((int32_t)(k))
-VM_DEFINE_EXPF_NEG(vm_expf_neg, float, int, vm_select, VM_POW2_OF_FLOAT)
+#define VM_POW2_OF_SHIFTED(t) vm_from_bits((vm_bits(t) + 127u) << 23)
+VM_DEFINE_EXPF_NEG(vm_expf_neg, float, int, vm_select, fmaf, VM_POW2_OF_SHIFTED)
 
 VM_INLINE float vm_copysign(float magnitude, float sign) {
   return vm_from_bits((vm_bits(magnitude) & 0x7fffffffu) | (vm_bits(sign) & 0x80000000u));
