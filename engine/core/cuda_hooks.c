@@ -5,6 +5,9 @@
 
 #include "core/cuda_hooks.h"
 
+/* A CUDA build installs the runtime's hooks, so the slot without CUDA exists only in a
+ * build without it. */
+#if !LT_HAVE_CUDA
 static int none_device_count(void) { return 0; }
 static int none_current_device(void) { return 0; }
 
@@ -114,6 +117,7 @@ static const lt_cuda_hooks no_cuda_hooks = {
     none_event_free, none_event_device, none_event_record, none_event_synchronize,
     none_event_query, none_event_elapsed_ms, none_stream_wait_event,
 };
+#endif
 
 static const lt_cuda_hooks *installed;
 
