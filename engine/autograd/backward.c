@@ -7,6 +7,7 @@
 
 #include "autograd/grad_calc.h"
 #include "autograd/node.h"
+#include "autograd/record.h"
 #include "lt/autocast.h"
 
 /* ---- a growable array of nodes, also used as a max-heap on seq ---- */
@@ -218,6 +219,20 @@ static void release_buffers(ag_node *n) {
   }
 }
 
+/* The gradient that n's only input has so far, when n's backward may add into it in place
+ * (ag_view_add_into): held by nothing else, of the input's shape, dtype and device. */
+static lt_tensor *input_grad_so_far(const ag_node *n) {
+  if (n->nin != 1 || n->nout != 1 || !n->buffers[0] || !ag_needs(n, 0)) return NULL;
+  const ag_edge *e = &n->inputs[0].edge;
+  lt_tensor *b = e->node ? e->node->buffers[e->output_nr] : NULL;
+  const lt_tensor *g = n->buffers[0];
+  if (!b || !exclusively_owned(b) || b->dtype != g->dtype ||
+      !lt_device_eq(b->storage->device, g->storage->device) || b->ndim != n->inputs[0].ndim ||
+      memcmp(b->shape, n->inputs[0].shape, sizeof(int64_t) * (size_t)b->ndim) != 0)
+    return NULL;
+  return b;
+}
+
 /* Runs n's formula and hands its input gradients on; ready inputs go on the
  * heap, and leaves whose last edge this was run their hooks. */
 static lt_status run_node(ag_node *n, bool retain_graph, node_list *ready, ag_leaf_waits *waits) {
@@ -231,7 +246,10 @@ static lt_status run_node(ag_node *n, bool retain_graph, node_list *ready, ag_le
   if (any) {
     st = ag_check_saved(n);
     if (st == LT_OK) st = fill_missing(n);
-    if (st == LT_OK) st = n->backward(n, n->buffers, grads);
+    lt_tensor *so_far = st == LT_OK ? input_grad_so_far(n) : NULL;
+    bool done = false;
+    if (so_far) st = ag_view_add_into(n, n->buffers[0], so_far, &done);
+    if (st == LT_OK && !done) st = n->backward(n, n->buffers, grads);
   }
   release_buffers(n);
   if (!retain_graph) {

@@ -44,6 +44,24 @@ static lt_status view_backward(ag_node *n, lt_tensor *const *grad_out, lt_tensor
   return ag_calc_end(&c);
 }
 
+/* A narrow or select whose base already holds a gradient from elsewhere (the q, k and v
+ * split from one projection: the second and third views find the first's): g goes into the
+ * part it showed, in place, the same sums as adding zeros of the base's shape with g written
+ * in, without the zeros and the full-size add. *done is false for any other node. */
+lt_status ag_view_add_into(const ag_node *n, const lt_tensor *g, lt_tensor *base_grad, bool *done) {
+  *done = false;
+  if (n->backward != view_backward || (n->p.op != AG_VIEW_NARROW && n->p.op != AG_VIEW_SELECT))
+    return LT_OK;
+  *done = true;
+  ag_calc c;
+  ag_calc_init(&c);
+  const int dim = (int)n->p.i[0];
+  lt_tensor *part = n->p.op == AG_VIEW_NARROW ? ag_narrow(&c, base_grad, dim, n->p.i[1], n->p.i[2])
+                                              : ag_select(&c, base_grad, dim, n->p.i[1]);
+  if (part && c.st == LT_OK) c.st = lt_binary_(LT_OP_ADD, part, g);
+  return ag_calc_end(&c);
+}
+
 lt_status ag_record_view(const char *name, ag_view_kind kind, const lt_tensor *t, lt_tensor *r,
                          const int64_t *args, int nargs) {
   if (r == t || !lt_dtype_is_floating(r->dtype)) return LT_OK;

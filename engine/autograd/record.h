@@ -69,6 +69,10 @@ typedef enum ag_view_kind {
 } ag_view_kind;
 lt_status ag_record_view(const char *name, ag_view_kind kind, const lt_tensor *t, lt_tensor *r,
                          const int64_t *args, int nargs);
+/* Backward of a narrow or select view n into base_grad, its base's gradient so far, in place
+ * (*done), or nothing for other nodes (!*done). */
+struct ag_node;
+lt_status ag_view_add_into(const struct ag_node *n, const lt_tensor *g, lt_tensor *base_grad, bool *done);
 lt_status ag_record_cat(lt_tensor *const *ts, int n, int dim, lt_tensor *r);
 lt_status ag_record_stack(lt_tensor *const *ts, int n, int dim, lt_tensor *r);
 /* constant_pad_nd (formulas_pad.c). before: x->ndim values, the padding

@@ -64,6 +64,35 @@ describe("tensor ops", function()
     assert.equal(1, #lt.zeros(0, 2):chunk(3))
   end)
 
+  it("split and select backward add into one gradient of the base, exactly as the sum of the parts", function()
+    lt.manual_seed(1)
+    local x = lt.randn(4, 6, 9):requires_grad_(true)
+    local q, k, v = table.unpack(x:split(3, 3))
+    local loss = (q * 2):sum() + q:sum() + k:exp():sum() + (v * v):sum() + x[{ {}, 2, {} }]:sum() * 3
+    loss:backward()
+    local d = x:detach()
+    local want = lt.zeros(4, 6, 9)
+    want[{ {}, {}, { 1, 3 } }] = lt.full({ 4, 6, 3 }, 3)
+    want[{ {}, {}, { 4, 6 } }] = d[{ {}, {}, { 4, 6 } }]:exp()
+    want[{ {}, {}, { 7, 9 } }] = d[{ {}, {}, { 7, 9 } }] * 2
+    want[{ {}, 2, {} }] = want[{ {}, 2, {} }] + 3
+    assert.equal(0, (x.grad - want):abs():max():item())
+  end)
+
+  it("a three-way split's backward makes one base-sized gradient, not one per piece", function()
+    local KiB = 1024
+    local y = lt.randn(64, 3 * 1024):requires_grad_(true) * 1 -- 768 KiB, pieces of 256
+    collectgarbage()
+    local base = lt.memory.allocated()
+    lt.memory.reset_peak()
+    local a, b, c = table.unpack(y:split(1024, 2))
+    local loss = (a * b):sum() + c:sum()
+    loss:backward()
+    -- a * b (256 KiB), its two gradients (256 each), the base's gradient (768), a scalar's
+    -- 512-byte block; a zero-filled base-sized gradient per piece peaked at 2048 KiB + 512.
+    assert.equal(1536 * KiB + 512, lt.memory.max_allocated() - base)
+  end)
+
   it("masked_fill_ and tril_ / triu_ write in place, and keep the dtype", function()
     local t = lt.arange(1, 7):view(2, 3)
     assert.equal(t, t:masked_fill_(t:gt(4), 0))
