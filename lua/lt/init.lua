@@ -34,9 +34,12 @@ for _, name in ipairs { "split", "chunk", "masked_fill", "tril", "triu", "bmm", 
   lt[name] = lt.Tensor[name] -- torch.tril(x) and friends
 end
 
-lt.memory.summary = require("lt.memory_summary")(lt.memory)
-lt.memory.estimate = require("lt.memory_estimate").estimate
--- Loaded on first use: most runs never write a report.
+local lazy_members = require "lt.lazy"
+-- Loaded on first use: most runs never print a summary, estimate or write a report.
+lazy_members(lt.memory, {
+  summary = function() return require("lt.memory_summary")(lt.memory) end,
+  estimate = function() return require("lt.memory_estimate").estimate end,
+})
 function lt.memory.report(path, opts)
   return require("lt.memory_report")(lt.memory, core.version)(path, opts)
 end
@@ -60,15 +63,6 @@ function lt.help(...) return require("lt.help").show(...) end
 -- tables shown readably, as the REPL shows results) and lt.data (loaders,
 -- data sets, transforms), which a script uses or not: every module loaded at start-up is also Lua heap that each full
 -- collection walks (a peak collection costs in proportion to it).
-local lazy = { text = "lt.text", progress = "lt.progress", plot = "lt.plot", models = "lt.models",
+return lazy_members(lt, { text = "lt.text", progress = "lt.progress", plot = "lt.plot", models = "lt.models",
   distributed = "lt.distributed", checkpoint = "lt.checkpoint", amp = "lt.amp", microbatch = "lt.microbatch",
-  pp = "lt.pp", data = "lt.data" }
-return setmetatable(lt, {
-  __index = function(t, key)
-    if lazy[key] then
-      local module = require(lazy[key])
-      rawset(t, key, module)
-      return module
-    end
-  end,
-})
+  pp = "lt.pp", data = "lt.data" })

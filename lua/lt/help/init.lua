@@ -145,19 +145,9 @@ local reverse_for -- the modules lt loads on first use that were loaded then
 
 local function lt_table() return require "lt" end
 
--- Which of lt's lazily loaded modules (lt.text, ...) are loaded now: the
--- reverse map is built again when one more is, so that its functions are found.
-local function lazy_loaded(lt)
-  local loaded_keys = {}
-  for _, key in ipairs(walk.lazy_keys(lt)) do
-    if rawget(lt, key) ~= nil then loaded_keys[#loaded_keys + 1] = key end
-  end
-  return table.concat(loaded_keys, ",")
-end
-
 local function name_of(v)
   local lt = lt_table()
-  local now = lazy_loaded(lt)
+  local now = walk.lazy_loaded(lt) -- built again when one more module is loaded
   if not reverse or reverse_for ~= now then
     reverse, reverse_for = {}, now
     walk.each(lt, function(name, value)

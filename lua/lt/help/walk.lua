@@ -47,10 +47,10 @@ local function families(lt)
   return list
 end
 
--- The keys lt's metatable loads on first use: the table its __index reads
--- them from (an upvalue named lazy, in lua/lt/init.lua), else lt.text alone.
-function walk.lazy_keys(lt)
-  local mt = getmetatable(lt)
+-- The keys a table's metatable loads on first use: those of the table its __index reads
+-- them from (an upvalue named lazy, lua/lt/lazy.lua). For lt itself, lt.text at least.
+function walk.lazy_keys(t)
+  local mt = getmetatable(t)
   local index = mt and mt.__index
   local keys = {}
   if type(index) == "function" then
@@ -62,9 +62,39 @@ function walk.lazy_keys(lt)
       end
     end
   end
-  if #keys == 0 then keys[1] = "text" end
+  if #keys == 0 and t == package.loaded.lt then keys[1] = "text" end
   table.sort(keys)
   return keys
+end
+
+-- lt and its namespaces with members loaded on first use (lt.optim.lr_scheduler,
+-- lt.nn.parallel, lt.memory.summary, ...), each with its path.
+local function lazy_tables(lt)
+  local list = { { t = lt, path = "lt" } }
+  for _, k in ipairs { "optim", "nn", "memory" } do
+    local sub = rawget(lt, k)
+    if type(sub) == "table" and #walk.lazy_keys(sub) > 0 then list[#list + 1] = { t = sub, path = "lt." .. k } end
+  end
+  return list
+end
+
+-- Which lazily loaded members are loaded now, as one string ("lt.text,lt.optim.RMSprop"):
+-- lt.help's map from values to names is built again when it changes.
+function walk.lazy_loaded(lt)
+  local loaded = {}
+  for _, entry in ipairs(lazy_tables(lt)) do
+    for _, key in ipairs(walk.lazy_keys(entry.t)) do
+      if rawget(entry.t, key) ~= nil then loaded[#loaded + 1] = entry.path .. "." .. key end
+    end
+  end
+  return table.concat(loaded, ",")
+end
+
+-- Loads every lazily loaded member (opts.lazy of walk.each).
+local function load_lazy(lt)
+  for _, entry in ipairs(lazy_tables(lt)) do
+    for _, key in ipairs(walk.lazy_keys(entry.t)) do local _ = entry.t[key] end
+  end
 end
 
 -- A table with no function anywhere inside it (lt.plot.colours, the VGG
@@ -140,9 +170,7 @@ end
 -- loads it all first.
 function walk.each(lt, visit, opts)
   opts = opts or {}
-  if opts.lazy then
-    for _, key in ipairs(walk.lazy_keys(lt)) do local _ = lt[key] end
-  end
+  if opts.lazy then load_lazy(lt) end
   local fams = families(lt)
   local seen = {}
 

@@ -10,7 +10,6 @@ local nn = {
   is_module = Module.is_module,
   init = require "lt.nn.initializers",
   utils = require "lt.nn.utils",
-  parallel = require "lt.nn.parallel", -- DistributedDataParallel (lt.distributed loads at its first use)
 }
 
 for _, family in ipairs { "linear", "conv", "norm", "activation", "pooling", "dropout", "flatten",
@@ -26,12 +25,6 @@ for _, name in ipairs { "Linear", "Identity", "Conv2d", "BatchNorm1d", "BatchNor
   if nn[name] then Module.keeps_no_handles(nn[name]) end
 end
 
-return setmetatable(nn, {
-  __index = function(t, key)
-    if key == "functional" then
-      local F = require "lt.nn.functional"
-      rawset(t, key, F)
-      return F
-    end
-  end,
-})
+-- nn.parallel (DistributedDataParallel) loads on first use, as lt.distributed does;
+-- nn.functional too, so that the module system does not depend on it being loadable.
+return require "lt.lazy" (nn, { parallel = "lt.nn.parallel", functional = "lt.nn.functional" })

@@ -10,16 +10,17 @@
 -- params: a list of tensors, or a list of groups {params={...}, lr=...}.
 -- Frozen tensors (requires_grad false) may be among them: as in PyTorch
 -- they get no gradient, so steps skip them and they hold no state.
+-- The schedules, RMSprop, Adagrad and ZeRO load on first use (lt.lazy).
 local adam = require "lt.optim.adam"
-local lr_scheduler = require "lt.optim.lr_scheduler"
 
-return {
+return require "lt.lazy" ({
   Optimizer = require "lt.optim.optimizer",
   SGD = require "lt.optim.sgd",
   Adam = adam.Adam,
   AdamW = adam.AdamW,
-  RMSprop = require "lt.optim.rmsprop",
-  Adagrad = require "lt.optim.adagrad",
-  lr_scheduler = lr_scheduler,
-  ZeroRedundancyOptimizer = require "lt.optim.zero", -- ZeRO stage 1 over lt.distributed
-}
+}, {
+  RMSprop = "lt.optim.rmsprop",
+  Adagrad = "lt.optim.adagrad",
+  lr_scheduler = "lt.optim.lr_scheduler",
+  ZeroRedundancyOptimizer = "lt.optim.zero", -- ZeRO stage 1 over lt.distributed
+})
