@@ -33,6 +33,7 @@ struct nccl_api {
   decltype(&ncclCommInitRank) comm_init_rank;
   decltype(&ncclCommDestroy) comm_destroy;
   decltype(&ncclCommAbort) comm_abort;
+  decltype(&ncclCommGetAsyncError) comm_get_async_error;
   decltype(&ncclAllReduce) all_reduce;
   decltype(&ncclBroadcast) broadcast;
   decltype(&ncclAllGather) all_gather;
@@ -77,6 +78,7 @@ void load() {
   }
   loaded = find(h, &api.get_unique_id, "ncclGetUniqueId") && find(h, &api.comm_init_rank, "ncclCommInitRank") &&
            find(h, &api.comm_destroy, "ncclCommDestroy") && find(h, &api.comm_abort, "ncclCommAbort") &&
+           find(h, &api.comm_get_async_error, "ncclCommGetAsyncError") &&
            find(h, &api.all_reduce, "ncclAllReduce") && find(h, &api.broadcast, "ncclBroadcast") &&
            find(h, &api.all_gather, "ncclAllGather") && find(h, &api.reduce_scatter, "ncclReduceScatter") &&
            find(h, &api.send, "ncclSend") && find(h, &api.recv, "ncclRecv") &&
@@ -138,6 +140,13 @@ lt_nccl_result comm_init_rank(lt_nccl_comm **comm, int nranks, const lt_nccl_id 
 lt_nccl_result comm_destroy(lt_nccl_comm *c) { return api.comm_destroy(comm_of(c)); }
 lt_nccl_result comm_abort(lt_nccl_comm *c) { return api.comm_abort(comm_of(c)); }
 
+lt_nccl_result comm_get_async_error(lt_nccl_comm *c, lt_nccl_result *async) {
+  ncclResult_t a = ncclSuccess;
+  ncclResult_t r = api.comm_get_async_error(comm_of(c), &a);
+  *async = a;
+  return r;
+}
+
 lt_nccl_result all_reduce(const void *in, void *out, size_t count, lt_dtype dt, lt_reduce_op op, lt_nccl_comm *c,
                           lt_cuda_stream s) {
   return api.all_reduce(in, out, count, type_of(dt), op_of(dt, op), comm_of(c), stream_of(s));
@@ -177,9 +186,10 @@ const char *error_string(lt_nccl_result r) {
 
 extern "C" const lt_nccl_hooks *lt_nccl_runtime_hooks(void) {
   static const lt_nccl_hooks hooks = {
-      "nccl",     unavailable,    get_unique_id, comm_init_rank, comm_destroy,
-      comm_abort, all_reduce,     broadcast,     all_gather,     reduce_scatter,
-      send,       recv,           group_start,   group_end,      error_string,
+      "nccl",         unavailable,          get_unique_id, comm_init_rank, comm_destroy,
+      comm_abort,     comm_get_async_error, all_reduce,    broadcast,      all_gather,
+      reduce_scatter, send,                 recv,          group_start,    group_end,
+      error_string,
   };
   return &hooks;
 }

@@ -132,7 +132,11 @@ lt_status lt_dist_wait(lt_dist_work *w) {
 static lt_status test_completed(dist_group *g, lt_dist_work *w, bool *done) {
   LT_TRY(dist_queue_progress(g));
   if (!w->queued && !w->finished) {
-    LT_TRY(g->backend->test(w->request, done));
+    lt_status st = g->backend->test(w->request, done);
+    if (st != LT_OK) {
+      dist_group_break(g, w->op); /* as a wait that fails: the collective will not end */
+      return st;
+    }
     if (*done) LT_TRY(dist_work_finish(w));
   }
   *done = w->finished;

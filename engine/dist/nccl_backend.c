@@ -16,15 +16,20 @@
 #include "dist/nccl_hooks.h"
 #include "lt/cuda.h"
 
-struct dist_request {
-  lt_cuda_event *event;
-};
-
 typedef struct nccl_state {
   const lt_nccl_hooks *nccl;
   lt_nccl_comm *comm;
   int device;
 } nccl_state;
+
+/* A work handle's collective: the event recorded after it, and what to ask NCCL about its
+ * communicator while it runs (a group's requests end before the group closes: a broken
+ * group is never tested again, a sound one settles its works first). */
+struct dist_request {
+  lt_cuda_event *event;
+  const nccl_state *state;
+  const char *op;
+};
 
 static lt_status nccl_fail(const lt_nccl_hooks *nccl, const char *op, const char *call, lt_nccl_result r) {
   return lt_error(LT_ERR_IO, "%s: %s failed: %s", op, call, nccl->get_error_string(r));
@@ -117,6 +122,8 @@ static lt_status queued(dist_group *g, const char *op, const char *call, lt_nccl
   if (req == NULL) return LT_OK;
   dist_request *q = malloc(sizeof *q);
   if (q == NULL) return lt_error(LT_ERR_OOM, "%s: out of memory", op);
+  q->state = s;
+  q->op = op;
   lt_status st = lt_cuda_event_new(s->device, false, &q->event);
   if (st == LT_OK) st = lt_cuda_event_record(q->event, stream_of(g));
   if (st != LT_OK) {
@@ -175,7 +182,20 @@ static lt_status nccl_all_to_all(dist_group *g, const void *in, void *out, size_
   return queued(g, "all_to_all", "ncclSend/ncclRecv", r, req);
 }
 
-static lt_status nccl_test(dist_request *q, bool *done) { return lt_cuda_event_query(q->event, done); }
+/* A collective that met an error (a rank gone, the network) would never finish, and its
+ * event never fire: NCCL reports it on the communicator, asked first at every test, so a
+ * wait ends with NCCL's words instead of the group's timeout (the group is then broken,
+ * and closing it aborts the communicator). */
+static lt_status nccl_test(dist_request *q, bool *done) {
+  const lt_nccl_hooks *nccl = q->state->nccl;
+  lt_nccl_result async = LT_NCCL_SUCCESS;
+  lt_nccl_result r = nccl->comm_get_async_error(q->state->comm, &async);
+  if (r != LT_NCCL_SUCCESS) return nccl_fail(nccl, q->op, "ncclCommGetAsyncError", r);
+  if (async != LT_NCCL_SUCCESS && async != LT_NCCL_IN_PROGRESS)
+    return lt_error(LT_ERR_IO, "%s: NCCL reported an asynchronous error on the communicator: %s", q->op,
+                    nccl->get_error_string(async));
+  return lt_cuda_event_query(q->event, done);
+}
 
 static void nccl_release(dist_request *q) {
   lt_cuda_event_free(q->event);

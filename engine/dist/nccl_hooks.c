@@ -25,6 +25,12 @@ static lt_nccl_result none_comm(lt_nccl_comm *comm) {
   return NONE_ERROR;
 }
 
+static lt_nccl_result none_async_error(lt_nccl_comm *comm, lt_nccl_result *async) {
+  (void)comm;
+  *async = NONE_ERROR;
+  return NONE_ERROR;
+}
+
 static lt_nccl_result none_reduce(const void *in, void *out, size_t count, lt_dtype dt, lt_reduce_op op,
                                   lt_nccl_comm *comm, lt_cuda_stream stream) {
   (void)in, (void)out, (void)count, (void)dt, (void)op, (void)comm, (void)stream;
@@ -69,6 +75,7 @@ static const lt_nccl_hooks no_nccl_hooks = {
     .comm_init_rank = none_init,
     .comm_destroy = none_comm,
     .comm_abort = none_comm,
+    .comm_get_async_error = none_async_error,
     .all_reduce = none_reduce,
     .broadcast = none_broadcast,
     .all_gather = none_gather,

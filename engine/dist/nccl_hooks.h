@@ -26,7 +26,7 @@ typedef struct lt_nccl_id {
   char bytes[128]; /* NCCL_UNIQUE_ID_BYTES */
 } lt_nccl_id;
 typedef int lt_nccl_result;
-enum { LT_NCCL_SUCCESS = 0 };
+enum { LT_NCCL_SUCCESS = 0, LT_NCCL_IN_PROGRESS = 7 /* ncclInProgress */ };
 
 typedef struct lt_nccl_hooks {
   const char *name; /* "none", "nccl", "simulated" */
@@ -38,6 +38,10 @@ typedef struct lt_nccl_hooks {
   lt_nccl_result (*comm_init_rank)(lt_nccl_comm **comm, int nranks, const lt_nccl_id *id, int rank);
   lt_nccl_result (*comm_destroy)(lt_nccl_comm *comm);
   lt_nccl_result (*comm_abort)(lt_nccl_comm *comm);
+  /* ncclCommGetAsyncError: *async is LT_NCCL_SUCCESS (or LT_NCCL_IN_PROGRESS) while
+   * the communicator is well, else the error a queued collective met (a rank gone, the
+   * network), after which nothing queued on it will finish: it must be aborted. */
+  lt_nccl_result (*comm_get_async_error)(lt_nccl_comm *comm, lt_nccl_result *async);
   /* Queued on stream (a stream of the communicator's device). bool moves as
    * bytes, its sum and max being "any", prod and min "all" (PyTorch's NCCL
    * meaning); op is never avg for integers (the front refuses it). */

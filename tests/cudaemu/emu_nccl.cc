@@ -68,6 +68,13 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return result(sim()->comm_destroy(comm_of(comm))); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return result(sim()->comm_abort(comm_of(comm))); }
 
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async) {
+  lt_nccl_result a = LT_NCCL_SUCCESS;
+  ncclResult_t r = result(sim()->comm_get_async_error(comm_of(comm), &a));
+  *async = result(a);
+  return r;
+}
+
 ncclResult_t ncclAllReduce(const void *in, void *out, size_t count, ncclDataType_t t, ncclRedOp_t o,
                            ncclComm_t comm, cudaStream_t s) {
   lt_dtype dt;

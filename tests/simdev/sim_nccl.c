@@ -29,7 +29,7 @@
 #include "lt/dtype.h"
 
 /* NCCL's result codes. */
-enum { OK = 0, SYSTEM_ERROR = 2, INTERNAL_ERROR = 3, INVALID_ARGUMENT = 4, INVALID_USAGE = 5 };
+enum { OK = 0, SYSTEM_ERROR = 2, INTERNAL_ERROR = 3, INVALID_ARGUMENT = 4, INVALID_USAGE = 5, REMOTE_ERROR = 6 };
 
 /* The emulator's: run the stream's queued work, open device memory (weak:
  * absent in lt_simdev, whose device memory is plain host memory). */
@@ -120,6 +120,19 @@ static lt_nccl_result sim_comm_destroy(lt_nccl_comm *c) {
   if (c == NULL) return INVALID_ARGUMENT;
   MPI_Comm_free(&c->comm);
   free(c);
+  return OK;
+}
+
+/* ncclCommGetAsyncError. Nothing fails on its own here (a collective is done when its call
+ * returns); a test breaks a communicator through the environment: LT_SIM_NCCL_ASYNC_ERROR=R
+ * makes rank R's report ncclRemoteError, as NCCL does when a peer dies or the network fails
+ * under a queued collective. */
+static lt_nccl_result sim_comm_get_async_error(lt_nccl_comm *c, lt_nccl_result *async) {
+  if (c == NULL) return INVALID_ARGUMENT;
+  const char *broken = getenv("LT_SIM_NCCL_ASYNC_ERROR");
+  *async = broken != NULL && atoi(broken) == c->rank
+               ? failed(REMOTE_ERROR, "rank %d's communicator broken by LT_SIM_NCCL_ASYNC_ERROR", c->rank)
+               : OK;
   return OK;
 }
 
@@ -284,9 +297,10 @@ static lt_nccl_result sim_recv(void *out, size_t count, lt_dtype dt, int peer, l
 
 static const char *sim_error_string(lt_nccl_result r) {
   static const char *const words[] = {"no error", "unhandled cuda error", "unhandled system error",
-                                      "internal error", "invalid argument", "invalid usage"};
+                                      "internal error", "invalid argument", "invalid usage",
+                                      "remote process exited or there was a network error"};
   static char text[400];
-  snprintf(text, sizeof text, "%s (simulated NCCL: %s)", r >= 0 && r <= 5 ? words[r] : "unknown result",
+  snprintf(text, sizeof text, "%s (simulated NCCL: %s)", r >= 0 && r <= 6 ? words[r] : "unknown result",
            detail[0] ? detail : "no detail");
   return text;
 }
@@ -298,6 +312,7 @@ static const lt_nccl_hooks sim_nccl_hooks = {
     .comm_init_rank = sim_comm_init_rank,
     .comm_destroy = sim_comm_destroy,
     .comm_abort = sim_comm_destroy, /* nothing is ever left in flight here */
+    .comm_get_async_error = sim_comm_get_async_error,
     .all_reduce = sim_all_reduce,
     .broadcast = sim_broadcast,
     .all_gather = sim_all_gather,

@@ -128,6 +128,12 @@ static lt_nccl_result one_recv(void *out, size_t count, lt_dtype dt, int peer, l
   return OK;
 }
 
+/* ncclCommGetAsyncError: a world of one has no peer to lose. */
+static lt_nccl_result one_comm_get_async_error(lt_nccl_comm *c, lt_nccl_result *async) {
+  *async = OK;
+  return c == NULL ? INVALID_ARGUMENT : OK;
+}
+
 static const char *one_error_string(lt_nccl_result r) {
   static char text[200];
   snprintf(text, sizeof text, "%s (simulated NCCL, world of one: %s)", r == OK ? "no error" : "error", detail);
@@ -141,6 +147,7 @@ static const lt_nccl_hooks one_nccl_hooks = {
     .comm_init_rank = one_comm_init_rank,
     .comm_destroy = one_comm_destroy,
     .comm_abort = one_comm_destroy,
+    .comm_get_async_error = one_comm_get_async_error,
     .all_reduce = one_all_reduce,
     .broadcast = one_broadcast,
     .all_gather = one_all_gather,

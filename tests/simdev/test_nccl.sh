@@ -7,7 +7,8 @@
 # with backend nccl) on 2 ranks and in a world of one; DDP over cuda:0 and
 # cuda:1 equal to one process on the full batch; the failures: collectives
 # that differ between ranks and the timeout (in check.lua), a rank's error
-# ending the job, and two ranks on one device refused. In a build without
+# ending the job, NCCL's asynchronous error ending a wait, and two ranks on one
+# device refused. In a build without
 # MPI, the world of one only (the stand-in of sim_nccl_one.c).
 # Exits 77 (a skip, with the reason) without mpirun or MPI (after the world
 # of one) or without the stand-in.
@@ -65,6 +66,13 @@ mpi 2 "$CHECK" fail nccl
 check "an error on rank 1 ends the job at once, shown on rank 0" \
   '[[ $status != 0 && $status != 124 && $seconds -lt 20 && $out == *": boom on rank 1"* &&
      $out == *"all_reduce: rank 0 stopped because rank 1 failed"* && $out != *"was not stopped"* ]]'
+
+LT_SIM_NCCL_ASYNC_ERROR=1 MPI_PASS="$MPI_PASS LT_SIM_NCCL_ASYNC_ERROR" mpi 2 tests/host/distributed/nccl_async_error.lua
+check "NCCL's asynchronous error ends the wait at once with its words, and breaks the group" \
+  '[[ $status != 0 && $status != 124 && $seconds -lt 20 &&
+     $out == *"rank 1 wait: "*"all_reduce: NCCL reported an asynchronous error on the communicator: remote process exited or there was a network error"* &&
+     $out == *"rank 1 then: "*"the process group is broken"* && $out == *"rank 0 wait: ok"* &&
+     $out == *"barrier: rank 0 stopped because rank 1 failed"* ]]'
 
 LT_SIM_CUDA_DEVICES=1 LT_EMU_CUDA_DEVICES=1 mpi 2 "$CHECK" collectives nccl
 check "two ranks for one device are refused, the reason on every rank" \
