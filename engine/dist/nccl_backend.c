@@ -115,6 +115,21 @@ static void nccl_close(dist_group *g, bool broken) {
   g->impl = NULL;
 }
 
+/* A collective that met an error (a rank gone, the network) would never finish, and its
+ * event never fire: NCCL reports it on the communicator, asked at every test of a work
+ * handle and before every collective, so a wait ends with NCCL's words instead of the
+ * group's timeout, and a synchronous caller learns it at its next call (either breaks the
+ * group, and closing it aborts the communicator). */
+static lt_status communicator_sound(const nccl_state *s, const char *op) {
+  lt_nccl_result async = LT_NCCL_SUCCESS;
+  lt_nccl_result r = s->nccl->comm_get_async_error(s->comm, &async);
+  if (r != LT_NCCL_SUCCESS) return nccl_fail(s->nccl, op, "ncclCommGetAsyncError", r);
+  if (async != LT_NCCL_SUCCESS && async != LT_NCCL_IN_PROGRESS)
+    return lt_error(LT_ERR_IO, "%s: NCCL reported an asynchronous error on the communicator: %s", op,
+                    s->nccl->get_error_string(async));
+  return LT_OK;
+}
+
 /* After a collective was queued: nothing more, or an event for the work handle. */
 static lt_status queued(dist_group *g, const char *op, const char *call, lt_nccl_result r, dist_request **req) {
   nccl_state *s = state_of(g);
@@ -138,6 +153,7 @@ static lt_status queued(dist_group *g, const char *op, const char *call, lt_nccl
 static lt_status nccl_all_reduce(dist_group *g, void *buf, size_t count, lt_dtype dt, lt_reduce_op op,
                                  dist_request **req) {
   nccl_state *s = state_of(g);
+  LT_TRY(communicator_sound(s, "all_reduce"));
   lt_nccl_result r = s->nccl->all_reduce(buf, buf, count, dt, op, s->comm, stream_of(g));
   return queued(g, "all_reduce", "ncclAllReduce", r, req);
 }
@@ -145,6 +161,7 @@ static lt_status nccl_all_reduce(dist_group *g, void *buf, size_t count, lt_dtyp
 static lt_status nccl_broadcast(dist_group *g, void *buf, size_t count, lt_dtype dt, int src,
                                 dist_request **req) {
   nccl_state *s = state_of(g);
+  LT_TRY(communicator_sound(s, "broadcast"));
   lt_nccl_result r = s->nccl->broadcast(buf, buf, count, dt, src, s->comm, stream_of(g));
   return queued(g, "broadcast", "ncclBroadcast", r, req);
 }
@@ -152,6 +169,7 @@ static lt_status nccl_broadcast(dist_group *g, void *buf, size_t count, lt_dtype
 static lt_status nccl_all_gather(dist_group *g, const void *in, void *out, size_t count, lt_dtype dt,
                                  dist_request **req) {
   nccl_state *s = state_of(g);
+  LT_TRY(communicator_sound(s, "all_gather"));
   lt_nccl_result r = s->nccl->all_gather(in, out, count, dt, s->comm, stream_of(g));
   return queued(g, "all_gather", "ncclAllGather", r, req);
 }
@@ -159,6 +177,7 @@ static lt_status nccl_all_gather(dist_group *g, const void *in, void *out, size_
 static lt_status nccl_reduce_scatter(dist_group *g, const void *in, void *out, size_t count, lt_dtype dt,
                                      lt_reduce_op op, dist_request **req) {
   nccl_state *s = state_of(g);
+  LT_TRY(communicator_sound(s, "reduce_scatter"));
   lt_nccl_result r = s->nccl->reduce_scatter(in, out, count, dt, op, s->comm, stream_of(g));
   return queued(g, "reduce_scatter", "ncclReduceScatter", r, req);
 }
@@ -167,6 +186,7 @@ static lt_status nccl_reduce_scatter(dist_group *g, const void *in, void *out, s
 static lt_status nccl_all_to_all(dist_group *g, const void *in, void *out, size_t count, lt_dtype dt,
                                  dist_request **req) {
   nccl_state *s = state_of(g);
+  LT_TRY(communicator_sound(s, "all_to_all"));
   size_t block = count * lt_dtype_size(dt);
   lt_cuda_stream stream = stream_of(g);
   lt_nccl_result r = s->nccl->group_start();
@@ -182,18 +202,8 @@ static lt_status nccl_all_to_all(dist_group *g, const void *in, void *out, size_
   return queued(g, "all_to_all", "ncclSend/ncclRecv", r, req);
 }
 
-/* A collective that met an error (a rank gone, the network) would never finish, and its
- * event never fire: NCCL reports it on the communicator, asked first at every test, so a
- * wait ends with NCCL's words instead of the group's timeout (the group is then broken,
- * and closing it aborts the communicator). */
 static lt_status nccl_test(dist_request *q, bool *done) {
-  const lt_nccl_hooks *nccl = q->state->nccl;
-  lt_nccl_result async = LT_NCCL_SUCCESS;
-  lt_nccl_result r = nccl->comm_get_async_error(q->state->comm, &async);
-  if (r != LT_NCCL_SUCCESS) return nccl_fail(nccl, q->op, "ncclCommGetAsyncError", r);
-  if (async != LT_NCCL_SUCCESS && async != LT_NCCL_IN_PROGRESS)
-    return lt_error(LT_ERR_IO, "%s: NCCL reported an asynchronous error on the communicator: %s", q->op,
-                    nccl->get_error_string(async));
+  LT_TRY(communicator_sound(q->state, q->op));
   return lt_cuda_event_query(q->event, done);
 }
 

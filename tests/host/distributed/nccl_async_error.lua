@@ -2,8 +2,8 @@
 -- network failed): the wait on its work handle ends at once with NCCL's words, not at the
 -- group's timeout, and the group is broken from then on. Run by tests/simdev/test_nccl.sh on
 -- 2 ranks with LT_SIM_NCCL_ASYNC_ERROR=1, which breaks rank 1's communicator in the NCCL
--- stand-in. Prints "rank R wait: ..." and "rank R then: ..." lines; rank 1 then fails, and
--- rank 0 stops in its barrier.
+-- stand-in. Prints "rank R wait: ..." and "rank R then: ..." lines; rank 1 then fails,
+-- which ends the job.
 local dist = lt.distributed
 dist.init_process_group { backend = "nccl", timeout = 30 }
 local rank = dist.get_rank()
