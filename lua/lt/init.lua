@@ -34,9 +34,9 @@ for _, name in ipairs { "split", "chunk", "masked_fill", "tril", "triu", "bmm", 
   lt[name] = lt.Tensor[name] -- torch.tril(x) and friends
 end
 
-local lazy_members = require "lt.lazy"
+local namespace = require "lt.namespace"
 -- Loaded on first use: most runs never print a summary, estimate or write a report.
-lazy_members(lt.memory, {
+namespace(lt.memory, "lt.memory", {
   summary = function() return require("lt.memory_summary")(lt.memory) end,
   estimate = function() return require("lt.memory_estimate").estimate end,
 })
@@ -63,6 +63,6 @@ function lt.help(...) return require("lt.help").show(...) end
 -- tables shown readably, as the REPL shows results) and lt.data (loaders,
 -- data sets, transforms), which a script uses or not: every module loaded at start-up is also Lua heap that each full
 -- collection walks (a peak collection costs in proportion to it).
-return lazy_members(lt, { text = "lt.text", progress = "lt.progress", plot = "lt.plot", models = "lt.models",
+return namespace(lt, "lt", { text = "lt.text", progress = "lt.progress", plot = "lt.plot", models = "lt.models",
   distributed = "lt.distributed", checkpoint = "lt.checkpoint", amp = "lt.amp", microbatch = "lt.microbatch",
-  pp = "lt.pp", data = "lt.data" })
+  pp = "lt.pp", data = "lt.data" }, { default_device = true })

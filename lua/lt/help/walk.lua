@@ -48,7 +48,7 @@ local function families(lt)
 end
 
 -- The keys a table's metatable loads on first use: those of the table its __index reads
--- them from (an upvalue named lazy, lua/lt/lazy.lua). For lt itself, lt.text at least.
+-- them from (an upvalue named lazy, lua/lt/namespace.lua). For lt itself, lt.text at least.
 function walk.lazy_keys(t)
   local mt = getmetatable(t)
   local index = mt and mt.__index

@@ -286,4 +286,4 @@ function F.adaptive_avg_pool2d(x, output_size)
   return y
 end
 
-return F
+return require "lt.namespace" (F, "lt.nn.functional")

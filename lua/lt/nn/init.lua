@@ -27,4 +27,4 @@ end
 
 -- nn.parallel (DistributedDataParallel) loads on first use, as lt.distributed does;
 -- nn.functional too, so that the module system does not depend on it being loadable.
-return require "lt.lazy" (nn, { parallel = "lt.nn.parallel", functional = "lt.nn.functional" })
+return require "lt.namespace" (nn, "lt.nn", { parallel = "lt.nn.parallel", functional = "lt.nn.functional" })

@@ -10,15 +10,15 @@
 -- params: a list of tensors, or a list of groups {params={...}, lr=...}.
 -- Frozen tensors (requires_grad false) may be among them: as in PyTorch
 -- they get no gradient, so steps skip them and they hold no state.
--- The schedules, RMSprop, Adagrad and ZeRO load on first use (lt.lazy).
+-- The schedules, RMSprop, Adagrad and ZeRO load on first use (lt.namespace).
 local adam = require "lt.optim.adam"
 
-return require "lt.lazy" ({
+return require "lt.namespace" ({
   Optimizer = require "lt.optim.optimizer",
   SGD = require "lt.optim.sgd",
   Adam = adam.Adam,
   AdamW = adam.AdamW,
-}, {
+}, "lt.optim", {
   RMSprop = "lt.optim.rmsprop",
   Adagrad = "lt.optim.adagrad",
   lr_scheduler = "lt.optim.lr_scheduler",
