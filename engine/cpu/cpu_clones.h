@@ -4,10 +4,11 @@
  * (GCC's target_clones, an ifunc). The engine is built for the baseline, so that
  * one binary runs everywhere. Results are the same bits in all: the clones differ
  * only in vector width, C11 mode keeps GCC from contracting a * b + c into an FMA,
- * the few FMAs that a kernel wants are written out as fmaf (which the baseline,
- * lacking the instruction, computes in libm to the same correctly rounded result,
- * slowly), and the reductions keep their explicit order (no -ffast-math), so
- * nothing is reassociated. On an AVX-512 machine the float32 exp, tanh and GELU
+ * the few FMAs that a kernel wants are written out as fmaf (the baseline copy,
+ * which an FMA CPU without AVX2 runs, gets libm's correctly rounded result), and
+ * the reductions keep their explicit order (no -ffast-math), so nothing is
+ * reassociated. A CPU without FMA runs those kernels' unfused forms instead
+ * (cpu_vmath.h): the same error bounds, other bits. On an AVX-512 machine the float32 exp, tanh and GELU
  * loops run about 1.4-1.7x faster than with AVX2 alone (0.5M elements, 1 thread). */
 #ifndef LT_CPU_CLONES_H
 #define LT_CPU_CLONES_H

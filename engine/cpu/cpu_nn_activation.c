@@ -52,8 +52,13 @@ NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, lt_dtype dt) 
  * made for GELU (vm_phi_centered), so that the loops vectorise (PyTorch computes float32
  * GELU in float too); the approximation is chosen once per range, outside the loops. The
  * erf form is x (1/2 + (Phi - 1/2)): -inf gives NaN as in double, large negative x -0.
- * The derivative's exp(-x^2/2) never has a positive argument: vm_expf_neg. */
-NN_INLINE void gelu_f32(const act_job *j, int64_t i0, int64_t i1) {
+ * The derivative's exp(-x^2/2) never has a positive argument: vm_expf_neg. fused: the
+ * FMAs fused (vm_cpu_has_fma), a constant where inlined. */
+NN_INLINE float phi_centered_for(bool fused, float x) {
+  return fused ? vm_phi_centered(x) : vm_phi_centered_unfused(x);
+}
+
+NN_INLINE void gelu_f32(const act_job *j, int64_t i0, int64_t i1, bool fused) {
   const float *x = j->x;
   float *o = j->out;
   const float c = (float)SQRT_2_OVER_PI, kappa = (float)GELU_KAPPA;
@@ -63,11 +68,11 @@ NN_INLINE void gelu_f32(const act_job *j, int64_t i0, int64_t i1) {
       o[i] = 0.5f * v * (1.0f + vm_tanhf(c * (v + kappa * v * v * v)));
     }
   } else {
-    for (int64_t i = i0; i < i1; i++) o[i] = x[i] * (0.5f + vm_phi_centered(x[i]));
+    for (int64_t i = i0; i < i1; i++) o[i] = x[i] * (0.5f + phi_centered_for(fused, x[i]));
   }
 }
 
-NN_INLINE void gelu_backward_f32(const act_job *j, int64_t i0, int64_t i1) {
+NN_INLINE void gelu_backward_f32(const act_job *j, int64_t i0, int64_t i1, bool fused) {
   const float *x = j->x, *go = j->go;
   float *o = j->out;
   const float c = (float)SQRT_2_OVER_PI, kappa = (float)GELU_KAPPA, inv_sqrt_2pi = (float)INV_SQRT_2PI;
@@ -79,17 +84,20 @@ NN_INLINE void gelu_backward_f32(const act_job *j, int64_t i0, int64_t i1) {
   } else {
     for (int64_t i = i0; i < i1; i++) {
       const float v = x[i];
-      o[i] = go[i] * ((0.5f + vm_phi_centered(v)) + v * inv_sqrt_2pi * vm_expf_neg(-0.5f * v * v));
+      const float pdf = fused ? vm_expf_neg(-0.5f * v * v) : vm_expf_neg_unfused(-0.5f * v * v);
+      o[i] = go[i] * ((0.5f + phi_centered_for(fused, v)) + v * inv_sqrt_2pi * pdf);
     }
   }
 }
 
 LT_CPU_CLONES static void gelu_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
-  if (j->dt == LT_FLOAT32)
-    gelu_f32(j, i0, i1);
-  else
+  if (j->dt != LT_FLOAT32)
     NN_BY_DTYPE(j->dt, gelu_impl, j, i0, i1);
+  else if (vm_cpu_has_fma())
+    gelu_f32(j, i0, i1, true);
+  else
+    gelu_f32(j, i0, i1, false);
 }
 
 lt_status cpu_nn_gelu(lt_tensor *out, const lt_tensor *x, lt_gelu_approx approx) {
@@ -105,10 +113,12 @@ NN_INLINE void gelu_backward_impl(const act_job *j, int64_t i0, int64_t i1, lt_d
 
 LT_CPU_CLONES static void gelu_backward_range(void *ctx, int64_t i0, int64_t i1) {
   const act_job *j = ctx;
-  if (j->dt == LT_FLOAT32)
-    gelu_backward_f32(j, i0, i1);
-  else
+  if (j->dt != LT_FLOAT32)
     NN_BY_DTYPE(j->dt, gelu_backward_impl, j, i0, i1);
+  else if (vm_cpu_has_fma())
+    gelu_backward_f32(j, i0, i1, true);
+  else
+    gelu_backward_f32(j, i0, i1, false);
 }
 
 lt_status cpu_nn_gelu_backward(lt_tensor *gx, const lt_tensor *go, const lt_tensor *x,

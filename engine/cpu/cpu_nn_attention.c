@@ -134,7 +134,8 @@ static void keep_block(const attn_job *j, int64_t b, int64_t i0, int64_t rows, i
  * float32 rows are computed in float with cpu_vmath.h's exp and sums kept
  * in ROW_LANES double lanes (lane l takes elements l, l + ROW_LANES, ...,
  * added in lane order), so that each loop vectorises and gives the same bits
- * on every clone (as cpu_nn_softmax.c); float64 rows in double with libm. */
+ * on every clone and every CPU (the exp's unfused form: the blocks' GEMMs,
+ * not the exponentials, bound attention); float64 rows in double with libm. */
 #define ROW_LANES 8
 
 NN_INLINE double lanes_total(const double *lane) {
@@ -401,15 +402,15 @@ NN_INLINE void online_rows_f32(const lt_nn_attn_geom *g, float *s, int64_t i0, i
     const float mr = mrow[r] == -INFINITY ? 0.0f : mrow[r]; /* all removed: exp(-inf) = 0 */
     int64_t c = 0;
     for (; c + F32_LANES <= keep[r]; c += F32_LANES)
-      for (int k = 0; k < F32_LANES; k++) srow[c + k] = vm_expf_neg(srow[c + k] - mr);
-    for (; c < keep[r]; c++) srow[c] = vm_expf_neg(srow[c] - mr);
+      for (int k = 0; k < F32_LANES; k++) srow[c + k] = vm_expf_neg_unfused(srow[c + k] - mr);
+    for (; c < keep[r]; c++) srow[c] = vm_expf_neg_unfused(srow[c] - mr);
     for (; c < cols; c++) srow[c] = 0.0f;
   }
   for (int64_t r = 0; r < rows; r++) {
     if (mrow[r] == -INFINITY) continue; /* every key so far removed: P is 0, l and out too */
     const double sum = row_sum_f32(s + r * cols, keep[r]);
     const bool fresh = m[r] == -INFINITY; /* out's row is still zeros: nothing to rescale */
-    const double alpha = fresh ? 0.0 : vm_expf_neg((float)(m[r] - mrow[r]));
+    const double alpha = fresh ? 0.0 : vm_expf_neg_unfused((float)(m[r] - mrow[r]));
     l[r] = l[r] * alpha + sum;
     m[r] = mrow[r];
     if (alpha != 1.0 && !fresh) row_scale(out + r * g->ev, g->ev, alpha, false);
@@ -564,8 +565,8 @@ NN_INLINE void probabilities_f32(const lt_nn_attn_geom *g, float *s, const float
     const float shift = lse[r];
     int64_t c = 0;
     for (; c + F32_LANES <= keep; c += F32_LANES)
-      for (int l = 0; l < F32_LANES; l++) srow[c + l] = vm_expf_neg(srow[c + l] - shift);
-    for (; c < keep; c++) srow[c] = vm_expf_neg(srow[c] - shift);
+      for (int l = 0; l < F32_LANES; l++) srow[c + l] = vm_expf_neg_unfused(srow[c + l] - shift);
+    for (; c < keep; c++) srow[c] = vm_expf_neg_unfused(srow[c] - shift);
     for (; c < cols; c++) srow[c] = 0.0f;
   }
 }

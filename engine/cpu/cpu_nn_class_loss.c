@@ -76,32 +76,33 @@ NN_INLINE double logsumexp(const class_job *j, int64_t base, bool f64) {
 /* The same for `rows` contiguous float32 rows from element e (class-last logits, the usual
  * [N, C]), in float lanes that vectorise (cpu_rows.h, a group of rows at once): a NaN logit
  * makes its exponential, the sum and the result NaN, as the double form's max does. */
-NN_INLINE void logsumexp_rows_f32(const class_job *j, int64_t e, int rows, double *lse) {
+NN_INLINE void logsumexp_rows_f32(const class_job *j, int64_t e, int rows, double *lse, bool fused) {
   const float *z = (const float *)j->z + e * j->c;
   float max[ROW_GROUP];
   rows_max_f32(z, j->c, j->c, rows, max);
-  rows_reduce_f32(ROW_EXP, z, NULL, NULL, j->c, j->c, max, rows, lse);
+  rows_reduce_f32(ROW_EXP_FOR(fused), z, NULL, NULL, j->c, j->c, max, rows, lse);
   for (int g = 0; g < rows; g++) lse[g] = (double)max[g] + log(lse[g]);
 }
 
 /* The log-sum-exp of element e (of a block ending before e1): float32 class-last rows a
- * group at a time into lses, whose first row is element *first; the rest one by one. */
+ * group at a time into lses, whose first row is element *first; the rest one by one.
+ * fused: the exponential's FMAs fused (vm_cpu_has_fma), a constant where inlined. */
 NN_INLINE double element_lse(const class_job *j, int64_t e, int64_t e1, bool f64, double *lses,
-                             int64_t *first) {
+                             int64_t *first, bool fused) {
   if (f64 || j->inner != 1) return logsumexp(j, logit_base(j, e), f64);
   if (e < *first || e >= *first + ROW_GROUP) {
     if (e1 - e < ROW_GROUP) {
       double lse;
-      logsumexp_rows_f32(j, e, 1, &lse);
+      logsumexp_rows_f32(j, e, 1, &lse, fused);
       return lse;
     }
     *first = e;
-    logsumexp_rows_f32(j, e, ROW_GROUP, lses);
+    logsumexp_rows_f32(j, e, ROW_GROUP, lses, fused);
   }
   return lses[e - *first];
 }
 
-NN_INLINE void forward_impl(class_job *j, int64_t b0, int64_t b1, bool f64) {
+NN_INLINE void forward_impl(class_job *j, int64_t b0, int64_t b1, bool f64, bool fused) {
   const double eps = j->o->label_smoothing;
   for (int64_t blk = b0; blk < b1; blk++) {
     const int64_t e0 = blk * j->elements / j->blocks, e1 = (blk + 1) * j->elements / j->blocks;
@@ -111,7 +112,7 @@ NN_INLINE void forward_impl(class_job *j, int64_t b0, int64_t b1, bool f64) {
       const int64_t base = logit_base(j, e), y = class_of(j, e);
       double lse = 0.0;
       if (!j->log_probs) {
-        lse = element_lse(j, e, e1, f64, lses, &first);
+        lse = element_lse(j, e, e1, f64, lses, &first, fused);
         nn_st(j->lse, e, f64, lse);
       }
       double loss = 0.0, wy = 0.0;
@@ -137,9 +138,11 @@ NN_INLINE void forward_impl(class_job *j, int64_t b0, int64_t b1, bool f64) {
 LT_CPU_CLONES static void forward_range(void *ctx, int64_t b0, int64_t b1) {
   class_job *j = ctx;
   if (j->f64)
-    forward_impl(j, b0, b1, true);
+    forward_impl(j, b0, b1, true, false);
+  else if (vm_cpu_has_fma())
+    forward_impl(j, b0, b1, false, true);
   else
-    forward_impl(j, b0, b1, false);
+    forward_impl(j, b0, b1, false, false);
 }
 
 static void run_forward(class_job *j) {
@@ -187,7 +190,7 @@ static double total_weight(const class_job *j) {
 /* The gradient of one contiguous float32 row of logits (class-last), the formula below in
  * float with cpu_vmath.h's exp so that it vectorises; the target's -1 goes in after. */
 NN_INLINE void backward_row_f32(const class_job *j, int64_t base, int64_t y, float lse, double s,
-                                double wy, double wsum) {
+                                double wy, double wsum, bool fused) {
   const double eps = j->o->label_smoothing;
   const float *z = (const float *)j->z + base, *w = j->weight;
   float *gz = (float *)j->gz + base;
@@ -195,15 +198,15 @@ NN_INLINE void backward_row_f32(const class_job *j, int64_t base, int64_t y, flo
   const float soft_p = soft * (float)wsum;
   if (eps > 0.0)
     for (int64_t c = 0; c < j->c; c++) {
-      const float p = vm_expf_neg(z[c] - lse);
+      const float p = vm_exp_neg_for(fused, z[c] - lse);
       gz[c] = hard * p + (soft_p * p - soft * (w ? w[c] : 1.0f));
     }
   else
-    row_scaled_exp_f32(gz, z, j->c, lse, hard);
+    row_scaled_exp_f32(fused, gz, z, j->c, lse, hard);
   gz[y] -= hard;
 }
 
-NN_INLINE void backward_impl(const class_job *j, int64_t e0, int64_t e1, bool f64) {
+NN_INLINE void backward_impl(const class_job *j, int64_t e0, int64_t e1, bool f64, bool fused) {
   const double eps = j->o->label_smoothing;
   double wsum = 0.0;
   if (!j->log_probs && eps > 0.0)
@@ -223,7 +226,7 @@ NN_INLINE void backward_impl(const class_job *j, int64_t e0, int64_t e1, bool f6
     }
     const double lse = nn_ld(j->lse_in, e, f64);
     if (!f64 && j->inner == 1) {
-      backward_row_f32(j, base, y, (float)lse, s, wy, wsum);
+      backward_row_f32(j, base, y, (float)lse, s, wy, wsum, fused);
       continue;
     }
     for (int64_t c = 0; c < j->c; c++) {
@@ -238,9 +241,11 @@ NN_INLINE void backward_impl(const class_job *j, int64_t e0, int64_t e1, bool f6
 LT_CPU_CLONES static void backward_range(void *ctx, int64_t e0, int64_t e1) {
   const class_job *j = ctx;
   if (j->f64)
-    backward_impl(j, e0, e1, true);
+    backward_impl(j, e0, e1, true, false);
+  else if (vm_cpu_has_fma())
+    backward_impl(j, e0, e1, false, true);
   else
-    backward_impl(j, e0, e1, false);
+    backward_impl(j, e0, e1, false, false);
 }
 
 static void run_backward(class_job *j) {

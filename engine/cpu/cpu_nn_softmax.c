@@ -83,14 +83,14 @@ NN_INLINE void softmax_impl(const softmax_job *j, int64_t t0, int64_t t1, lt_dty
  * anywhere makes its exponential NaN, hence the sum and the whole row (the maximum need
  * not look for it); a row of -inf has max -inf and gives NaN, as PyTorch. */
 /* `rows` rows from row r (cpu_rows.h's groups: a constant where inlined). */
-NN_INLINE void softmax_row_group_f32(const softmax_job *j, int64_t r, int rows) {
+NN_INLINE void softmax_row_group_f32(const softmax_job *j, int64_t r, int rows, bool fused) {
   const int64_t n = j->g.size;
   const float *x = (const float *)j->x + r * n;
   float *y = (float *)j->out + r * n;
   float m[ROW_GROUP];
   double sum[ROW_GROUP];
   rows_max_f32(x, n, n, rows, m);
-  rows_reduce_f32(ROW_EXP, x, NULL, j->log ? NULL : y, n, n, m, rows, sum);
+  rows_reduce_f32(ROW_EXP_FOR(fused), x, NULL, j->log ? NULL : y, n, n, m, rows, sum);
   for (int g = 0; g < rows; g++) {
     if (j->log) {
       const float shift = (float)((double)m[g] + log(sum[g]));
@@ -102,19 +102,23 @@ NN_INLINE void softmax_row_group_f32(const softmax_job *j, int64_t r, int rows) 
   }
 }
 
-NN_INLINE void softmax_rows_f32(const softmax_job *j, int64_t r0, int64_t r1) {
+/* fused: the exponential's FMAs fused (vm_cpu_has_fma), a constant where inlined. */
+NN_INLINE void softmax_rows_f32(const softmax_job *j, int64_t r0, int64_t r1, bool fused) {
   int64_t r = r0;
-  for (; r + ROW_GROUP <= r1; r += ROW_GROUP) softmax_row_group_f32(j, r, ROW_GROUP);
-  for (; r < r1; r++) softmax_row_group_f32(j, r, 1);
+  for (; r + ROW_GROUP <= r1; r += ROW_GROUP) softmax_row_group_f32(j, r, ROW_GROUP, fused);
+  for (; r < r1; r++) softmax_row_group_f32(j, r, 1, fused);
 }
 
 LT_CPU_CLONES static void softmax_rows_range(void *ctx, int64_t r0, int64_t r1) {
-  softmax_rows_f32(ctx, r0, r1);
+  if (vm_cpu_has_fma())
+    softmax_rows_f32(ctx, r0, r1, true);
+  else
+    softmax_rows_f32(ctx, r0, r1, false);
 }
 
 /* The gradients of the generic backward below, a float32 row at a time: one dot product
  * (or sum) and one fused update. */
-NN_INLINE void softmax_backward_row_group_f32(const softmax_job *j, int64_t r, int rows) {
+NN_INLINE void softmax_backward_row_group_f32(const softmax_job *j, int64_t r, int rows, bool fused) {
   const int64_t n = j->g.size;
   const float *go0 = (const float *)j->go + r * n, *y0 = (const float *)j->y + r * n;
   double dots[ROW_GROUP];
@@ -126,8 +130,8 @@ NN_INLINE void softmax_backward_row_group_f32(const softmax_job *j, int64_t r, i
     int64_t k = 0;
     if (j->log) {
       for (; k + ROW_LANES <= n; k += ROW_LANES)
-        rv_store(gx + k, rv_load(go + k) - rv_expf_neg(rv_load(y + k)) * dot);
-      for (; k < n; k++) gx[k] = go[k] - vm_expf_neg(y[k]) * dot;
+        rv_store(gx + k, rv_load(go + k) - rv_exp_neg_for(fused, rv_load(y + k)) * dot);
+      for (; k < n; k++) gx[k] = go[k] - vm_exp_neg_for(fused, y[k]) * dot;
     } else {
       for (; k + ROW_LANES <= n; k += ROW_LANES)
         rv_store(gx + k, rv_load(y + k) * (rv_load(go + k) - dot));
@@ -136,14 +140,17 @@ NN_INLINE void softmax_backward_row_group_f32(const softmax_job *j, int64_t r, i
   }
 }
 
-NN_INLINE void softmax_backward_rows_f32(const softmax_job *j, int64_t r0, int64_t r1) {
+NN_INLINE void softmax_backward_rows_f32(const softmax_job *j, int64_t r0, int64_t r1, bool fused) {
   int64_t r = r0;
-  for (; r + ROW_GROUP <= r1; r += ROW_GROUP) softmax_backward_row_group_f32(j, r, ROW_GROUP);
-  for (; r < r1; r++) softmax_backward_row_group_f32(j, r, 1);
+  for (; r + ROW_GROUP <= r1; r += ROW_GROUP) softmax_backward_row_group_f32(j, r, ROW_GROUP, fused);
+  for (; r < r1; r++) softmax_backward_row_group_f32(j, r, 1, fused);
 }
 
 LT_CPU_CLONES static void softmax_backward_rows_range(void *ctx, int64_t r0, int64_t r1) {
-  softmax_backward_rows_f32(ctx, r0, r1);
+  if (vm_cpu_has_fma())
+    softmax_backward_rows_f32(ctx, r0, r1, true);
+  else
+    softmax_backward_rows_f32(ctx, r0, r1, false);
 }
 
 /* Runs the rows of a float32 last-dim job; false for any other job. */

@@ -55,6 +55,7 @@ NN_INLINE rv_f rv_fma(rv_f a, rv_f b, rv_f c) {
 typedef uint32_t rv_u __attribute__((vector_size(ROW_LANES * sizeof(uint32_t))));
 #define RV_POW2_OF_SHIFTED(t) ((rv_f)(((rv_u)(t) + 127u) << 23))
 VM_DEFINE_EXPF_NEG(rv_expf_neg, rv_f, rv_i, rv_select, rv_fma, RV_POW2_OF_SHIFTED)
+VM_DEFINE_EXPF_NEG(rv_expf_neg_unfused, rv_f, rv_i, rv_select, VM_UNFUSED, RV_POW2_OF_SHIFTED)
 
 /* The lanes of v moved down by w (lane l gets lane l + w, wrapping). */
 #define RV_DOWN(v, w)                                                                          \
@@ -125,14 +126,18 @@ NN_INLINE float row_max_f32(const float *x, int64_t n) {
 }
 
 /* What each row sums in rows_reduce_f32: a[k] (b NULL), a[k] b[k], (a[k] - c)^2 or
- * exp(a[k] - c), stored in y[k] when y is not NULL. */
-typedef enum { ROW_SUM, ROW_DOT, ROW_SQUARES, ROW_EXP } row_reduction;
+ * exp(a[k] - c) (its FMAs fused, or not: cpu_vmath.h), stored in y[k] when y is not NULL. */
+typedef enum { ROW_SUM, ROW_DOT, ROW_SQUARES, ROW_EXP, ROW_EXP_UNFUSED } row_reduction;
+
+/* The exp-sum for a kernel that chose fused or unfused FMAs (vm_cpu_has_fma). */
+#define ROW_EXP_FOR(fused) ((fused) ? ROW_EXP : ROW_EXP_UNFUSED)
 
 NN_INLINE rv_f row_term(row_reduction what, rv_f a, const float *b, float c) {
   switch (what) {
   case ROW_DOT: return a * rv_load(b);
   case ROW_SQUARES: return (a - c) * (a - c);
   case ROW_EXP: return rv_expf_neg(a - c);
+  case ROW_EXP_UNFUSED: return rv_expf_neg_unfused(a - c);
   default: return a;
   }
 }
@@ -145,7 +150,7 @@ NN_INLINE void rows_reduce_f32(row_reduction what, const float *a, const float *
                                int64_t stride, int64_t n, const float *c, int rows, double *out) {
   rv_f acc[ROW_GROUP];
   for (int g = 0; g < rows; g++) acc[g] = (rv_f){0}, out[g] = 0.0;
-  const float pad = what == ROW_EXP ? -INFINITY : 0.0f;
+  const float pad = what == ROW_EXP || what == ROW_EXP_UNFUSED ? -INFINITY : 0.0f;
   int64_t k = 0;
   for (; k + ROW_LANES <= n; k += ROW_LANES) {
     for (int g = 0; g < rows; g++) {
@@ -194,23 +199,19 @@ NN_INLINE double row_centered_squares_f32(const float *a, int64_t n, float mean)
   return s;
 }
 
-/* sum over k of exp(x[k] - m), storing each exponential in y[k] when y is not NULL (y may
- * not overlap x). m is the row's maximum, so x[k] - m <= 0: rv_expf_neg. */
-NN_INLINE double row_exp_sum_f32(const float *x, float *y, int64_t n, float m) {
-  double s;
-  rows_reduce_f32(ROW_EXP, x, NULL, y, n, n, &m, 1, &s);
-  return s;
-}
+/* exp(x), x <= 0, with FMAs fused or not (cpu_vmath.h): fused a constant where inlined. */
+NN_INLINE rv_f rv_exp_neg_for(bool fused, rv_f x) { return fused ? rv_expf_neg(x) : rv_expf_neg_unfused(x); }
+NN_INLINE float vm_exp_neg_for(bool fused, float x) { return fused ? vm_expf_neg(x) : vm_expf_neg_unfused(x); }
 
 /* y[k] = exp(x[k] - shift) * s over a row, x[k] - shift <= 0 (a softmax's probabilities,
  * scaled); y may not overlap x, so a partial last chunk rewrites lanes with their values. */
-NN_INLINE void row_scaled_exp_f32(float *y, const float *x, int64_t n, float shift, float s) {
+NN_INLINE void row_scaled_exp_f32(bool fused, float *y, const float *x, int64_t n, float shift, float s) {
   int64_t k = 0;
-  for (; k + ROW_LANES <= n; k += ROW_LANES) rv_store(y + k, rv_expf_neg(rv_load(x + k) - shift) * s);
+  for (; k + ROW_LANES <= n; k += ROW_LANES) rv_store(y + k, rv_exp_neg_for(fused, rv_load(x + k) - shift) * s);
   if (k < n && n >= ROW_LANES)
-    rv_store(y + n - ROW_LANES, rv_expf_neg(rv_load(x + n - ROW_LANES) - shift) * s);
+    rv_store(y + n - ROW_LANES, rv_exp_neg_for(fused, rv_load(x + n - ROW_LANES) - shift) * s);
   else
-    for (; k < n; k++) y[k] = vm_expf_neg(x[k] - shift) * s;
+    for (; k < n; k++) y[k] = vm_exp_neg_for(fused, x[k] - shift) * s;
 }
 
 /* y[k] = a[k] * s + c over a row (c = 0: a scaling); y may be a. The last partial chunk
