@@ -19,6 +19,7 @@
 #define LT_CPU_VMATH_H
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,20 +48,21 @@ VM_INLINE float vm_select(int cond, float a, float b) {
 
 /* Whether this CPU has FMA instructions (or the build targets one that must: arm64's fmaf is
  * an instruction). LT_CPU_NO_FMA=1 in the environment says no, so that tests run the unfused
- * kernels on any machine (read once). */
+ * kernels on any machine. Found once; the kernels' threads may ask at the same time, hence
+ * the atomic (each would find the same answer). */
 VM_INLINE bool vm_cpu_has_fma(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static int has = -1;
+  static _Atomic int known = -1;
+  int has = atomic_load_explicit(&known, memory_order_relaxed);
   if (has < 0) {
     const char *off = getenv("LT_CPU_NO_FMA");
+    has = off == NULL || strcmp(off, "1") != 0;
+#if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    has = (off == NULL || strcmp(off, "1") != 0) && __builtin_cpu_supports("fma");
+    has = has && __builtin_cpu_supports("fma");
+#endif
+    atomic_store_explicit(&known, has, memory_order_relaxed);
   }
   return has;
-#else
-  const char *off = getenv("LT_CPU_NO_FMA");
-  return off == NULL || strcmp(off, "1") != 0;
-#endif
 }
 
 /* a * b + c: rounded once (fmaf), or twice (the unfused form; C11 mode does not contract). */
