@@ -21,10 +21,9 @@
 #define ROW_LANES 16
 #define ROW_BLOCK 1024 /* elements summed in float lanes before they go into the double */
 
-/* The helpers are always inlined into the clones, so the ABI GCC warns about for passing
- * 64-byte vectors in the baseline build is never used (the warning comes where they are
- * inlined, so it stays off for the rest of the including file). */
-#pragma GCC diagnostic ignored "-Wpsabi"
+/* The helpers are always inlined into the clones, so the ABI GCC notes for passing 64-byte
+ * vectors in the baseline build is never used: -Wno-psabi in CMakeLists.txt (a pragma here
+ * does not silence the note). */
 
 typedef float rv_f __attribute__((vector_size(ROW_LANES * sizeof(float))));
 typedef int32_t rv_i __attribute__((vector_size(ROW_LANES * sizeof(int32_t))));
