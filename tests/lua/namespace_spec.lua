@@ -34,7 +34,8 @@ describe("lt's namespaces", function()
     local interpreter = arg and arg[-1]
     if not interpreter then return pending("no interpreter path in arg[-1]") end
     local modules = { "lt.optim.lr_scheduler", "lt.optim.rmsprop", "lt.optim.adagrad", "lt.optim.zero",
-      "lt.nn.parallel", "lt.memory_summary" }
+      "lt.nn.parallel", "lt.memory_summary", "lt.nn.conv", "lt.nn.pooling", "lt.nn.sparse", "lt.nn.attention",
+      "lt.nn.checkpoint" }
     local probe = {}
     for _, m in ipairs(modules) do probe[#probe + 1] = ("package.loaded[%q] == nil"):format(m) end
     local pipe = assert(io.popen(interpreter .. " -e 'require \"lt\"; print(" .. table.concat(probe, ", ") .. ")' 2>&1"))
@@ -44,5 +45,17 @@ describe("lt's namespaces", function()
     assert.equal("table", type(lt.optim.lr_scheduler))
     assert.equal(lt.optim.lr_scheduler, package.loaded["lt.optim.lr_scheduler"])
     assert.equal("function", type(lt.memory.summary))
+  end)
+
+  it("name every class of the lazily loaded nn families, each marked as before", function()
+    for _, family in ipairs { "conv", "pooling", "sparse", "attention", "checkpoint" } do
+      for name, cls in pairs(require("lt.nn." .. family)) do
+        assert.equal(cls, lt.nn[name], "lt.nn." .. name .. " is lt.nn." .. family .. "'s")
+      end
+    end
+    -- nn.Sequential may release what these made once the next layer has used it
+    for _, name in ipairs { "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Embedding" } do
+      assert.is_true(rawget(lt.nn[name], "_keeps_no_handles"), name .. " keeps no handles")
+    end
   end)
 end)
