@@ -54,10 +54,6 @@ NN_INLINE void gelu_impl(const act_job *j, int64_t i0, int64_t i1, lt_dtype dt) 
  * erf form is x (1/2 + (Phi - 1/2)): -inf gives NaN as in double, large negative x -0.
  * The derivative's exp(-x^2/2) never has a positive argument: vm_expf_neg. fused: the
  * FMAs fused (vm_cpu_has_fma), a constant where inlined. */
-NN_INLINE float phi_centered_for(bool fused, float x) {
-  return fused ? vm_phi_centered(x) : vm_phi_centered_unfused(x);
-}
-
 NN_INLINE void gelu_f32(const act_job *j, int64_t i0, int64_t i1, bool fused) {
   const float *x = j->x;
   float *o = j->out;
@@ -68,7 +64,7 @@ NN_INLINE void gelu_f32(const act_job *j, int64_t i0, int64_t i1, bool fused) {
       o[i] = 0.5f * v * (1.0f + vm_tanhf(c * (v + kappa * v * v * v)));
     }
   } else {
-    for (int64_t i = i0; i < i1; i++) o[i] = x[i] * (0.5f + phi_centered_for(fused, x[i]));
+    for (int64_t i = i0; i < i1; i++) o[i] = x[i] * (0.5f + vm_phi_centered_for(fused, x[i]));
   }
 }
 
@@ -84,8 +80,8 @@ NN_INLINE void gelu_backward_f32(const act_job *j, int64_t i0, int64_t i1, bool 
   } else {
     for (int64_t i = i0; i < i1; i++) {
       const float v = x[i];
-      const float pdf = fused ? vm_expf_neg(-0.5f * v * v) : vm_expf_neg_unfused(-0.5f * v * v);
-      o[i] = go[i] * ((0.5f + phi_centered_for(fused, v)) + v * inv_sqrt_2pi * pdf);
+      const float pdf = vm_exp_neg_for(fused, -0.5f * v * v);
+      o[i] = go[i] * ((0.5f + vm_phi_centered_for(fused, v)) + v * inv_sqrt_2pi * pdf);
     }
   }
 }

@@ -199,14 +199,16 @@ NN_INLINE double row_centered_squares_f32(const float *a, int64_t n, float mean)
 }
 
 /* exp(x), x <= 0, with FMAs fused or not (cpu_vmath.h): fused a constant where inlined. */
-NN_INLINE rv_f rv_exp_neg_for(bool fused, rv_f x) { return fused ? rv_expf_neg(x) : rv_expf_neg_unfused(x); }
-NN_INLINE float vm_exp_neg_for(bool fused, float x) { return fused ? vm_expf_neg(x) : vm_expf_neg_unfused(x); }
+NN_INLINE rv_f rv_exp_neg_for(bool fused, rv_f x) {
+  return fused ? rv_expf_neg(x) : rv_expf_neg_unfused(x);
+}
 
 /* y[k] = exp(x[k] - shift) * s over a row, x[k] - shift <= 0 (a softmax's probabilities,
  * scaled); y may not overlap x, so a partial last chunk rewrites lanes with their values. */
 NN_INLINE void row_scaled_exp_f32(bool fused, float *y, const float *x, int64_t n, float shift, float s) {
   int64_t k = 0;
-  for (; k + ROW_LANES <= n; k += ROW_LANES) rv_store(y + k, rv_exp_neg_for(fused, rv_load(x + k) - shift) * s);
+  for (; k + ROW_LANES <= n; k += ROW_LANES)
+    rv_store(y + k, rv_exp_neg_for(fused, rv_load(x + k) - shift) * s);
   if (k < n && n >= ROW_LANES)
     rv_store(y + n - ROW_LANES, rv_exp_neg_for(fused, rv_load(x + n - ROW_LANES) - shift) * s);
   else

@@ -226,4 +226,12 @@ VM_INLINE float vm_erff(float x) {
 VM_DEFINE_PHI_CENTERED(vm_phi_centered, VM_FUSED)
 VM_DEFINE_PHI_CENTERED(vm_phi_centered_unfused, VM_UNFUSED)
 
+/* The form a kernel chose (vm_cpu_has_fma): fused a constant where inlined. */
+VM_INLINE float vm_exp_neg_for(bool fused, float x) {
+  return fused ? vm_expf_neg(x) : vm_expf_neg_unfused(x);
+}
+VM_INLINE float vm_phi_centered_for(bool fused, float x) {
+  return fused ? vm_phi_centered(x) : vm_phi_centered_unfused(x);
+}
+
 #endif

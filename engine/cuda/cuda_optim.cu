@@ -13,6 +13,8 @@
 // round the same intermediate results.
 #include "cuda/cuda_convert.cuh"
 
+#include <type_traits>
+
 extern "C" {
 #include "core/optim_backend.h"
 }
@@ -319,6 +321,30 @@ static lt_status pack_and_launch(optim_list<DEPTH> &t, int64_t n, lt_tensor *con
 
 static const lt_dtype optim_dtypes[] = {LT_FLOAT32, LT_FLOAT64, LT_FLOAT16, LT_BFLOAT16};
 
+// f(d) with d a std::integral_constant of dt, one of optim_dtypes, so that a launch picked at
+// run time calls the kernel templated on that dtype (decltype(d)::value).
+template <typename F> static lt_status by_optim_dtype(lt_dtype dt, F f) {
+  switch (dt) {
+    case LT_FLOAT32: return f(std::integral_constant<int, LT_FLOAT32>{});
+    case LT_FLOAT64: return f(std::integral_constant<int, LT_FLOAT64>{});
+    case LT_FLOAT16: return f(std::integral_constant<int, LT_FLOAT16>{});
+    default: return f(std::integral_constant<int, LT_BFLOAT16>{});
+  }
+}
+
+// The tensors ts a dtype at a time in one-pointer launch tables (unscale, foreach norm and
+// scale): launch(d, l, nblocks) as by_optim_dtype hands d.
+template <typename Launch> static lt_status each_single_list(int64_t n, lt_tensor *const *ts, Launch launch) {
+  optim_list<1> l;
+  for (lt_dtype dt : optim_dtypes) {
+    auto fill = [&](int slot, int64_t i) { l.ptr[0][slot] = cuda_bytes(ts[i]); };
+    auto move = [&](int to, int from) { l.ptr[0][to] = l.ptr[0][from]; };
+    auto go = [&](int nblocks) { return by_optim_dtype(dt, [&](auto d) { return launch(d, l, nblocks); }); };
+    LT_TRY(pack_and_launch(l, n, ts, dt, fill, move, go));
+  }
+  return LT_OK;
+}
+
 // ---- SGD ----
 
 template <int DT>
@@ -346,12 +372,7 @@ static lt_status cuda_sgd_many(int64_t n, lt_tensor *const *params, lt_tensor *c
       l.init[to] = l.init[from];
     };
     auto launch = [&](int nblocks) -> lt_status {
-      switch (dt) {
-        case LT_FLOAT32: return sgd_launch<LT_FLOAT32>(l, common, nblocks);
-        case LT_FLOAT64: return sgd_launch<LT_FLOAT64>(l, common, nblocks);
-        case LT_FLOAT16: return sgd_launch<LT_FLOAT16>(l, common, nblocks);
-        default: return sgd_launch<LT_BFLOAT16>(l, common, nblocks);
-      }
+      return by_optim_dtype(dt, [&](auto d) { return sgd_launch<decltype(d)::value>(l, common, nblocks); });
     };
     LT_TRY(pack_and_launch(l.t, n, params, dt, fill, move, launch));
   }
@@ -390,12 +411,7 @@ static lt_status cuda_adam_many(int64_t n, lt_tensor *const *params, lt_tensor *
       l.bias_correction2_sqrt[to] = l.bias_correction2_sqrt[from];
     };
     auto launch = [&](int nblocks) -> lt_status {
-      switch (dt) {
-        case LT_FLOAT32: return adam_launch<LT_FLOAT32>(l, common, nblocks);
-        case LT_FLOAT64: return adam_launch<LT_FLOAT64>(l, common, nblocks);
-        case LT_FLOAT16: return adam_launch<LT_FLOAT16>(l, common, nblocks);
-        default: return adam_launch<LT_BFLOAT16>(l, common, nblocks);
-      }
+      return by_optim_dtype(dt, [&](auto d) { return adam_launch<decltype(d)::value>(l, common, nblocks); });
     };
     LT_TRY(pack_and_launch(l.t, n, params, dt, fill, move, launch));
   }
@@ -429,12 +445,8 @@ static lt_status cuda_rmsprop_many(int64_t n, lt_tensor *const *params, lt_tenso
       for (int k = 0; k < 5; k++) l.ptr[k][to] = l.ptr[k][from];
     };
     auto launch = [&](int nblocks) -> lt_status {
-      switch (dt) {
-        case LT_FLOAT32: return rmsprop_launch<LT_FLOAT32>(l, common, nblocks);
-        case LT_FLOAT64: return rmsprop_launch<LT_FLOAT64>(l, common, nblocks);
-        case LT_FLOAT16: return rmsprop_launch<LT_FLOAT16>(l, common, nblocks);
-        default: return rmsprop_launch<LT_BFLOAT16>(l, common, nblocks);
-      }
+      return by_optim_dtype(dt,
+                            [&](auto d) { return rmsprop_launch<decltype(d)::value>(l, common, nblocks); });
     };
     LT_TRY(pack_and_launch(l, n, params, dt, fill, move, launch));
   }
@@ -467,12 +479,8 @@ static lt_status cuda_adagrad_many(int64_t n, lt_tensor *const *params, lt_tenso
       l.clr[to] = l.clr[from];
     };
     auto launch = [&](int nblocks) -> lt_status {
-      switch (dt) {
-        case LT_FLOAT32: return adagrad_launch<LT_FLOAT32>(l, common, nblocks);
-        case LT_FLOAT64: return adagrad_launch<LT_FLOAT64>(l, common, nblocks);
-        case LT_FLOAT16: return adagrad_launch<LT_FLOAT16>(l, common, nblocks);
-        default: return adagrad_launch<LT_BFLOAT16>(l, common, nblocks);
-      }
+      return by_optim_dtype(dt,
+                            [&](auto d) { return adagrad_launch<decltype(d)::value>(l, common, nblocks); });
     };
     LT_TRY(pack_and_launch(l.t, n, params, dt, fill, move, launch));
   }
@@ -492,21 +500,9 @@ static lt_status cuda_unscale_many(int64_t n, lt_tensor *const *grads, float inv
                                    lt_tensor *found_inf) {
   cuda_device_guard guard(grads[0]->storage->device);
   float *flag = (float *)lt_data(found_inf);
-  optim_list<1> l;
-  for (lt_dtype dt : optim_dtypes) {
-    auto fill = [&](int slot, int64_t i) { l.ptr[0][slot] = cuda_bytes(grads[i]); };
-    auto move = [&](int to, int from) { l.ptr[0][to] = l.ptr[0][from]; };
-    auto launch = [&](int nblocks) -> lt_status {
-      switch (dt) {
-        case LT_FLOAT32: return unscale_launch<LT_FLOAT32>(l, inv_scale, flag, nblocks);
-        case LT_FLOAT64: return unscale_launch<LT_FLOAT64>(l, inv_scale, flag, nblocks);
-        case LT_FLOAT16: return unscale_launch<LT_FLOAT16>(l, inv_scale, flag, nblocks);
-        default: return unscale_launch<LT_BFLOAT16>(l, inv_scale, flag, nblocks);
-      }
-    };
-    LT_TRY(pack_and_launch(l, n, grads, dt, fill, move, launch));
-  }
-  return LT_OK;
+  return each_single_list(n, grads, [&](auto d, const optim_list<1> &l, int nblocks) {
+    return unscale_launch<decltype(d)::value>(l, inv_scale, flag, nblocks);
+  });
 }
 
 // ---- foreach norm and scale (lt_foreach_norm, lt_foreach_mul_) ----
@@ -581,22 +577,11 @@ static lt_status cuda_norm_many(int64_t n, lt_tensor *const *ts, double p, lt_te
   if (chunks > 0) LT_TRY(ws.get(out->storage->device, (size_t)chunks * sizeof(double)));
   double *partial = (double *)ws.ptr;
   int64_t done = 0; // partials written by the launches so far
-  optim_list<1> l;
-  for (lt_dtype dt : optim_dtypes) {
-    auto fill = [&](int slot, int64_t i) { l.ptr[0][slot] = cuda_bytes(ts[i]); };
-    auto move = [&](int to, int from) { l.ptr[0][to] = l.ptr[0][from]; };
-    auto launch = [&](int nblocks) -> lt_status {
-      double *at = partial + done;
-      done += nblocks;
-      switch (dt) {
-        case LT_FLOAT32: return norm_launch<LT_FLOAT32>(l, fold, p, at, nblocks);
-        case LT_FLOAT64: return norm_launch<LT_FLOAT64>(l, fold, p, at, nblocks);
-        case LT_FLOAT16: return norm_launch<LT_FLOAT16>(l, fold, p, at, nblocks);
-        default: return norm_launch<LT_BFLOAT16>(l, fold, p, at, nblocks);
-      }
-    };
-    LT_TRY(pack_and_launch(l, n, ts, dt, fill, move, launch));
-  }
+  LT_TRY(each_single_list(n, ts, [&](auto d, const optim_list<1> &l, int nblocks) {
+    double *at = partial + done;
+    done += nblocks;
+    return norm_launch<decltype(d)::value>(l, fold, p, at, nblocks);
+  }));
   norm_finish_kernel<<<1, NORM_THREADS, 0, cuda_stream()>>>(partial, done, fold, p, cuda_bytes(out),
                                                             (int)out->dtype);
   return cuda_check_launch("foreach_norm", "norm_finish_kernel");
@@ -626,21 +611,9 @@ static lt_status cuda_scale_many(int64_t n, lt_tensor *const *ts, const lt_tenso
   cuda_device_guard guard(ts[0]->storage->device);
   const char *s = cuda_bytes(scalar);
   const int sdt = (int)scalar->dtype;
-  optim_list<1> l;
-  for (lt_dtype dt : optim_dtypes) {
-    auto fill = [&](int slot, int64_t i) { l.ptr[0][slot] = cuda_bytes(ts[i]); };
-    auto move = [&](int to, int from) { l.ptr[0][to] = l.ptr[0][from]; };
-    auto launch = [&](int nblocks) -> lt_status {
-      switch (dt) {
-        case LT_FLOAT32: return scale_launch<LT_FLOAT32>(l, s, sdt, nblocks);
-        case LT_FLOAT64: return scale_launch<LT_FLOAT64>(l, s, sdt, nblocks);
-        case LT_FLOAT16: return scale_launch<LT_FLOAT16>(l, s, sdt, nblocks);
-        default: return scale_launch<LT_BFLOAT16>(l, s, sdt, nblocks);
-      }
-    };
-    LT_TRY(pack_and_launch(l, n, ts, dt, fill, move, launch));
-  }
-  return LT_OK;
+  return each_single_list(n, ts, [&](auto d, const optim_list<1> &l, int nblocks) {
+    return scale_launch<decltype(d)::value>(l, s, sdt, nblocks);
+  });
 }
 
 extern const lt_optim_backend cuda_optim_backend = {
